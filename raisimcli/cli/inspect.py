@@ -1,0 +1,131 @@
+"""`raisimcli inspect ROBOT.urdf`: what the simulator makes of a model."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from raisimcli.model import build_pinocchio_model, load_urdf
+from raisimcli.model.summary import summarize
+
+
+def _fmt(x, unit: str = "") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.6g}{unit}"
+    return f"{x}{unit}"
+
+
+def _limits(j: dict) -> str:
+    if j["type"] not in ("revolute", "prismatic") or (j["lower"] is None and j["upper"] is None):
+        return "-"
+    return f"[{_fmt(j['lower'])}, {_fmt(j['upper'])}]"
+
+
+def render(s: dict, console: Console) -> None:
+    console.print(f"[bold]{s['name']}[/]  {s['file']}")
+    console.print(f"base: [bold]{s['base']}[/]   root link: {s['root_link']}   nq = {s['nq']}   "
+                  f"nv = {s['nv']}   total mass: {s['total_mass']:.6g} kg "
+                  f"(moving {s['moving_mass']:.6g} kg)")
+
+    # the kinematic tree: links under the joints that carry them
+    children: dict = {}
+    for j in s["joints"]:
+        children.setdefault(j["parent"], []).append(j)
+    links = {link["name"]: link for link in s["links"]}
+
+    def label(j):
+        return (f"[cyan]{j['name']}[/] {j['type']} -> [bold]{j['child']}[/] "
+                f"({_fmt(links[j['child']]['mass'])} kg)")
+
+    def grow(node, link):
+        for j in children.get(link, []):
+            grow(node.add(label(j)), j["child"])
+
+    if children.get(None):  # synthetic floating root joint
+        root = Tree("[dim]world[/]")
+        top = root.add(label(children[None][0]))
+    else:
+        root = top = Tree(f"[bold]{s['root_link']}[/] ({_fmt(links[s['root_link']]['mass'])} kg)")
+    grow(top, s["root_link"])
+    console.print(root)
+
+    t = Table(title="joints", title_justify="left")
+    for col in ("joint", "type", "q", "u", "axis", "limits", "effort", "velocity", "damping",
+                "friction", "rotor", "spring", "mimic"):
+        t.add_column(col, overflow="fold")
+    for j in s["joints"]:
+        spring = "-" if not j["stiffness"] else \
+            f"{_fmt(j['stiffness'])} @ {' '.join(_fmt(x) for x in j['spring_mount'])}"
+        mimic = "-" if j["mimic"] is None else \
+            f"{j['mimic']['multiplier']:g} {j['mimic']['joint']} + {j['mimic']['offset']:g}"
+        axis = "-" if j["axis"] is None else " ".join(f"{a:.3g}" for a in j["axis"])
+        t.add_row(j["name"], j["type"], f"{j['q'][0]}:{j['q'][1]}", f"{j['u'][0]}:{j['u'][1]}",
+                  axis, _limits(j), _fmt(j["effort"]), _fmt(j["velocity"]),
+                  _fmt(j["damping"]), _fmt(j["friction"]), _fmt(j["rotor_inertia"]), spring, mimic)
+    console.print(t)
+
+    if s["actuators"]:
+        t = Table(title="actuators", title_justify="left")
+        for col in ("actuator", "joint", "gear", "stall torque (motor / joint)",
+                    "peak torque", "no-load speed (joint)", "back-EMF b", "couplings"):
+            t.add_column(col, overflow="fold")
+        for a in s["actuators"]:
+            m = a["motor"]
+            t.add_row(a["name"], a["joint"], _fmt(a["gear_ratio"]),
+                      f"{m['stall_torque']:.4g} / {a['joint_stall_torque']:.4g} N m",
+                      _fmt(m["peak_torque"], " N m"), f"{a['joint_no_load_speed']:.4g} rad/s",
+                      f"{m['back_emf_damping']:.4g} N m s",
+                      ", ".join(f"{c['joint']} x{c['ratio']:g}" for c in a["couplings"]) or "-")
+        console.print(t)
+
+    if s["constraints"]:
+        t = Table(title="loop constraints", title_justify="left")
+        for col in ("kind", "body1", "body2", "anchor (body1)", "axes (body1)"):
+            t.add_column(col)
+        for c in s["constraints"]:
+            t.add_row(c["kind"], c["body1"], c["body2"], " ".join(f"{x:.4g}" for x in c["anchor"]),
+                      "; ".join(" ".join(f"{x:.3g}" for x in a) for a in c["axes"]))
+        console.print(t)
+        if s["nominal_config"] is not None:
+            console.print("nominal config: " + " ".join(f"{x:.6g}" for x in s["nominal_config"]))
+
+    console.print("coordinates q: " + ", ".join(s["coordinates"]))
+    for w in s["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}")
+    if not s["warnings"]:
+        console.print("[green]no problems found[/]")
+
+
+@click.command("inspect")
+@click.argument("urdf", type=click.Path(dir_okay=False))
+@click.option("--base", type=click.Choice(["fixed", "floating"]), default=None,
+              help="Override the base type (default: a root link named 'world' is fixed, "
+                   "anything else floating).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the model summary as JSON on stdout (schema raisimcli-inspect v1).")
+@click.option("-q", "--quiet", is_flag=True, help="Print only warnings and errors.")
+def inspect_command(urdf: str, base: str | None, as_json: bool, quiet: bool) -> None:
+    """Show what the simulator makes of a URDF: tree, joints, limits, dynamics, actuators, loop
+    constraints, coordinate layout, masses and the problems found."""
+    from raisimcli.cli.main import report_errors, stderr
+
+    @report_errors
+    def go():
+        model = load_urdf(urdf, base=base)
+        build_pinocchio_model(model)  # the dynamics must be buildable, or inspect says why
+        s = summarize(model)
+        if as_json:
+            click.echo(json.dumps(s, indent=2))
+        elif quiet:
+            for w in s["warnings"]:
+                stderr.print(f"[yellow]warning:[/] {w}")
+        else:
+            render(s, stderr)
+
+    go()

@@ -1,0 +1,47 @@
+"""`raisimcli` entry point. Exit codes (DESIGN.md §6): 0 success; 1 a difference or a divergence;
+2 bad input or usage, with one message and no traceback."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+from rich.console import Console
+
+from raisimcli import __version__
+from raisimcli.errors import RaisimcliError
+
+# wide enough for the joint table when stderr is a file or a pipe
+stderr = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+
+def report_errors(fn):
+    """Map raisimcli's errors to one line on stderr and their exit code; no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RaisimcliError as e:
+            # plain click.echo: one unwrapped line, and no rich markup read into the message
+            click.echo(f"{click.style('error:', fg='red', bold=True)} {e}", err=True)
+            sys.exit(e.exit_code)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="raisimcli")
+def cli():
+    """raisimcli: simulate URDF robots headless with RaiSim's step semantics, log every joint
+    torque by source, and check logs against golden ones in CI."""
+
+
+from raisimcli.cli import inspect as _inspect  # noqa: E402  (registers the command)
+
+cli.add_command(_inspect.inspect_command)
+
+
+def main() -> None:
+    cli(prog_name="raisimcli")

@@ -1,0 +1,41 @@
+"""The one error hierarchy of raisimcli.
+
+Library code raises these; only the CLI maps them to exit codes (2 for bad input). Every message
+names the file, the element or key, and what was expected versus what was found.
+"""
+
+from __future__ import annotations
+
+
+class RaisimcliError(Exception):
+    """Base class of every error raisimcli raises on purpose."""
+
+    exit_code = 2
+
+
+class ModelError(RaisimcliError):
+    """An invalid URDF (or actuator file): names the file, line, element and what was expected."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 element: str | None = None):
+        self.file = file
+        self.line = line
+        self.element = element
+        self.detail = message
+        where = ""
+        if file is not None:
+            where = f"{file}:{line}: " if line is not None else f"{file}: "
+        elem = f"{element}: " if element else ""
+        super().__init__(f"{where}{elem}{message}")
+
+
+class ScenarioError(RaisimcliError):
+    """An invalid scenario file: names the file, the key path and expected vs. got."""
+
+
+class LogError(RaisimcliError):
+    """A log that cannot be read or written."""
+
+
+class StateError(RaisimcliError):
+    """A call on the Python API with arguments of the wrong size or meaning."""

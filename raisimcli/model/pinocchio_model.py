@@ -1,0 +1,126 @@
+"""The Pinocchio model of a :class:`RobotModel`, built programmatically.
+
+We do not use Pinocchio's URDF parser: joint order, continuous joints with one coordinate,
+spherical joints, rotor inertia and mimic handling are ours. Pinocchio joint i is our body i (body 0
+is the world); every link gets a BODY frame named after it.
+
+Coordinates differ from ours only in quaternion order (Pinocchio stores x, y, z, w); velocities
+differ for floating and spherical joints (see :mod:`raisimcli.physics.conventions`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from raisimcli.errors import ModelError
+from raisimcli.model.types import RobotModel
+
+_AXES = {(1, 0, 0): "X", (0, 1, 0): "Y", (0, 0, 1): "Z"}
+
+
+@dataclass(frozen=True)
+class PinocchioModel:
+    """`model`: the pin.Model. `q_to_pin`: (nq,) index array with q_pin = q[q_to_pin];
+    `q_from_pin` its inverse. `link_frame`: link name -> Pinocchio frame id.
+    `body_joint`: per body, the Pinocchio joint id (the identity map, kept explicit)."""
+
+    model: pin.Model
+    q_to_pin: np.ndarray
+    q_from_pin: np.ndarray
+    link_frame: dict
+
+
+def _se3(T: np.ndarray) -> pin.SE3:
+    return pin.SE3(np.array(T[:3, :3]), np.array(T[:3, 3]))
+
+
+def _joint_model(jtype: str, axis: np.ndarray):
+    key = tuple(int(a) if float(a).is_integer() else None for a in axis)
+    aligned = _AXES.get(key) if None not in key else None
+    if jtype in ("revolute", "continuous"):
+        return getattr(pin, f"JointModelR{aligned}")() if aligned else \
+            pin.JointModelRevoluteUnaligned(np.array(axis, dtype=float))
+    if jtype == "prismatic":
+        return getattr(pin, f"JointModelP{aligned}")() if aligned else \
+            pin.JointModelPrismaticUnaligned(np.array(axis, dtype=float))
+    if jtype == "spherical":
+        return pin.JointModelSpherical()
+    if jtype == "floating":
+        return pin.JointModelFreeFlyer()
+    raise ValueError(jtype)
+
+
+def build_pinocchio_model(robot: RobotModel) -> PinocchioModel:
+    """Build the Pinocchio model of `robot` and check it against the RobotModel (nq, nv, mass)."""
+    model = pin.Model()
+    model.name = robot.name
+    links = {link.name: link for link in robot.links}
+    for j in robot.moving_joints:
+        if j.parent is None:  # synthetic floating root
+            parent_id, placement = 0, np.eye(4)
+        else:
+            parent = links[j.parent]
+            parent_id, placement = parent.body, parent.body_T_link @ j.origin
+        jid = model.addJoint(parent_id, _joint_model(j.type, j.axis), _se3(placement), j.name)
+        assert jid == links[j.child].body, "body numbering must follow the joint order"
+        if j.rotor_inertia:
+            model.armature[j.u_slice] = j.rotor_inertia
+    for link in robot.links:
+        if link.inertial is not None and link.body > 0:
+            ine = link.inertial
+            model.appendBodyToJoint(link.body, pin.Inertia(ine.mass, np.array(ine.com),
+                                                           np.array(ine.inertia)),
+                                    _se3(link.body_T_link))
+    link_frame = {}
+    for link in robot.links:
+        link_frame[link.name] = model.addFrame(
+            pin.Frame(link.name, link.body, _se3(link.body_T_link), pin.FrameType.BODY))
+
+    q_to_pin = np.arange(robot.nq)
+    for j in robot.moving_joints:
+        s = j.q_slice.start
+        if j.type == "floating":  # ours x y z | w x y z  -> Pinocchio's x y z | x y z w
+            q_to_pin[s + 3:s + 7] = [s + 4, s + 5, s + 6, s + 3]
+        elif j.type == "spherical":
+            q_to_pin[s:s + 4] = [s + 1, s + 2, s + 3, s]
+    q_from_pin = np.argsort(q_to_pin)
+
+    if model.nq != robot.nq or model.nv != robot.nv:
+        raise AssertionError(f"Pinocchio model has nq={model.nq}, nv={model.nv}; "
+                             f"expected {robot.nq}, {robot.nv}")
+    if not np.isclose(pin.computeTotalMass(model), robot.moving_mass, rtol=1e-12, atol=0):
+        raise AssertionError(f"Pinocchio model mass {pin.computeTotalMass(model)} differs from "
+                             f"the moving links' mass {robot.moving_mass}")
+    _check_mass_matrix(robot, model, q_to_pin)
+    return PinocchioModel(model=model, q_to_pin=q_to_pin, q_from_pin=q_from_pin,
+                          link_frame=link_frame)
+
+
+def _check_mass_matrix(robot: RobotModel, model: pin.Model, q_to_pin: np.ndarray) -> None:
+    """A joint that moves nothing with mass or inertia makes M singular: the dynamics break."""
+    if robot.nv == 0:
+        return
+    q = robot.nominal_config if robot.nominal_config is not None else robot.neutral_configuration()
+    q = np.array(q, dtype=float)
+    for j in robot.moving_joints:  # nominal_config may carry unnormalised quaternions
+        if j.type in ("floating", "spherical"):
+            s = j.q_slice.start + (3 if j.type == "floating" else 0)
+            n = np.linalg.norm(q[s:s + 4])
+            q[s:s + 4] = q[s:s + 4] / n if n > 0 else [1, 0, 0, 0]
+    M = pin.crba(model, model.createData(), q[q_to_pin])
+    M = np.triu(M) + np.triu(M, 1).T
+    scale = max(float(np.abs(np.diag(M)).max()), 1e-300)
+    for j in robot.moving_joints:
+        d = np.diag(M)[j.u_slice]
+        if np.any(d <= 1e-12 * scale):
+            raise ModelError(f"joint {j.name!r} moves no mass or inertia along one of its "
+                             "degrees of freedom: the mass matrix is singular. Give the links "
+                             "beyond it an <inertial> (or rotor_inertia)", file=robot.path,
+                             line=j.line)
+    eig = np.linalg.eigvalsh(M)
+    if eig[0] <= 1e-14 * eig[-1]:
+        raise ModelError("the mass matrix is singular at the nominal configuration (some motion "
+                         "has no inertia); check the <inertial> elements", file=robot.path)

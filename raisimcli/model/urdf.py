@@ -1,0 +1,560 @@
+"""URDF -> :class:`RobotModel`: reading, validation and our conventions (DESIGN.md §4.1-4.2).
+
+Every invalid element raises a :class:`ModelError` naming the file, the line, the element and what
+was expected. The reader is our own (see README, design notes): it keeps source lines for messages,
+understands RaiSim's extensions (spherical joints, capsules, rotor inertia, springs, actuators, loop
+constraints) and resolves `package://` paths. urchin reads the same files in the test suite as an
+independent check of the standard elements.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import numpy as np
+from lxml import etree
+
+from raisimcli.errors import ModelError
+from raisimcli.model.types import (
+    JOINT_NQ,
+    JOINT_NV,
+    ONE_DOF_TYPES,
+    Actuator,
+    Geometry,
+    Inertial,
+    Joint,
+    Link,
+    LoopConstraint,
+    Mimic,
+    Motor,
+    RobotModel,
+)
+from raisimcli.model.xml import AttributeReader, describe, parse_xml_bytes, parse_xml_file
+
+JOINT_TYPES = ("fixed", "revolute", "continuous", "prismatic", "floating", "spherical")
+ROOT_JOINT_NAME = "root"
+
+
+def load_urdf(path: str, base: str | None = None) -> RobotModel:
+    """Read and validate a URDF file. `base`: None (RaiSim's rule: a root link named `world`
+    makes a fixed base, anything else floating), "fixed" or "floating"."""
+    path = os.fspath(path)
+    root = parse_xml_file(path, "URDF")
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8", errors="replace")
+    return _UrdfReader(path).read(root, text, base)
+
+
+def load_urdf_string(text: str, path: str = "<string>", base: str | None = None) -> RobotModel:
+    """Like :func:`load_urdf` for URDF text; relative paths resolve against `path`'s folder."""
+    root = parse_xml_bytes(text.encode(), path, "URDF")
+    return _UrdfReader(path).read(root, text, base)
+
+
+class _UrdfReader(AttributeReader):
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.dir = os.path.dirname(os.path.abspath(path))
+        self.warnings: list[str] = []
+
+    def warn(self, el, message: str) -> None:
+        self.warnings.append(f"{os.path.basename(self.path)}:{el.sourceline}: {describe(el)}: {message}")
+
+    # --- the document ---------------------------------------------------------------------------
+    def read(self, root: etree._Element, text: str, base: str | None) -> RobotModel:
+        if root.tag != "robot":
+            raise self.error(root, "expected the root element <robot>")
+        if base not in (None, "fixed", "floating"):
+            raise ModelError(f"base must be 'fixed' or 'floating', got {base!r}", file=self.path)
+        links: dict[str, Link] = {}
+        link_els: dict[str, etree._Element] = {}
+        for el in root.findall("link"):
+            name = self.string(el, "name")
+            if name in links:
+                raise self.error(el, f"duplicate link name {name!r} (first at line "
+                                     f"{link_els[name].sourceline})")
+            links[name] = self.link(el)
+            link_els[name] = el
+        if not links:
+            raise self.error(root, "a robot needs at least one <link>")
+
+        joints: list[Joint] = []
+        joint_els: dict[str, etree._Element] = {}
+        for el in root.findall("joint"):
+            name = self.string(el, "name")
+            if name in joint_els:
+                raise self.error(el, f"duplicate joint name {name!r} (first at line "
+                                     f"{joint_els[name].sourceline})")
+            joint_els[name] = el
+            joints.append(self.joint(el, links))
+
+        ordered, root_link, base_type = self.tree(root, links, joints, joint_els, base)
+        self.check_mimics(ordered, joint_els)
+        model_links, bodies = self.merge_bodies(links, ordered, root_link)
+        ordered, nq, nv, coord_names, dof_names = self.layout(ordered)
+        actuators = self.actuators(root, {j.name: j for j in ordered})
+        constraints, nominal = self.constraints(root, model_links, nq)
+        name = root.get("name") or os.path.splitext(os.path.basename(self.path))[0]
+        return RobotModel(
+            name=name, path=os.path.abspath(self.path), urdf_text=text, base=base_type,
+            root_link=root_link, links=tuple(model_links[n] for n in links if n in model_links),
+            joints=tuple(ordered), bodies=bodies, nq=nq, nv=nv,
+            coordinate_names=tuple(coord_names), dof_names=tuple(dof_names),
+            actuators=actuators, constraints=constraints, nominal_config=nominal,
+            warnings=tuple(self.warnings))
+
+    # --- links ----------------------------------------------------------------------------------
+    def link(self, el) -> Link:
+        inertial = None
+        iel = el.find("inertial")
+        if iel is not None:
+            inertial = self.inertial(iel)
+        collisions = []
+        for cel in el.findall("collision"):
+            collisions.append(self.geometry(cel))
+        return Link(name=el.get("name"), inertial=inertial, collisions=tuple(collisions),
+                    line=el.sourceline)
+
+    def inertial(self, el) -> Inertial:
+        T = self.origin(el)
+        mel = el.find("mass")
+        if mel is None:
+            raise self.error(el, "missing <mass value=...>")
+        mass = self.float(mel, "value", required=True)
+        if mass < 0:
+            raise self.error(mel, f"mass must be >= 0, got {mass:g}")
+        Iel = el.find("inertia")
+        if Iel is None:
+            raise self.error(el, "missing <inertia ixx ixy ixz iyy iyz izz>")
+        ixx, ixy, ixz, iyy, iyz, izz = (self.float(Iel, a, 0.0) for a in
+                                         ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+        I_origin = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+        eig = np.linalg.eigvalsh(I_origin)
+        scale = max(1.0, float(np.abs(eig).max())) if eig.size else 1.0
+        tol = 1e-12 * scale
+        if eig[0] < -tol:
+            raise self.error(Iel, "inertia tensor is not positive semi-definite (eigenvalues "
+                                  f"{', '.join(f'{e:.6g}' for e in eig)})")
+        if eig[0] + eig[1] < eig[2] - 1e-9 * scale:
+            self.warn(Iel, "principal moments break the triangle inequality "
+                           f"({eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g}): no rigid body has this "
+                           "inertia; simulated as given")
+        R = T[:3, :3]
+        return Inertial(mass=mass, com=T[:3, 3].copy(), inertia=R @ I_origin @ R.T)
+
+    def geometry(self, cel) -> Geometry:
+        T = self.origin(cel)
+        gel = cel.find("geometry")
+        if gel is None:
+            raise self.error(cel, "missing <geometry>")
+        shapes = [c for c in gel if isinstance(c.tag, str)]
+        if len(shapes) != 1:
+            raise self.error(gel, "expected exactly one of <box>, <sphere>, <cylinder>, <capsule>, "
+                                  f"<mesh>, got {len(shapes)}")
+        s = shapes[0]
+        if s.tag == "box":
+            size = self.vector(s, "size", 3, required=True)
+            if np.any(size <= 0):
+                raise self.error(s, f"box size must be > 0 in every direction, got {s.get('size')!r}")
+            return Geometry("box", T, tuple(size))
+        if s.tag == "sphere":
+            return Geometry("sphere", T, (self.float(s, "radius", required=True, positive=True),))
+        if s.tag in ("cylinder", "capsule"):
+            r = self.float(s, "radius", required=True, positive=True)
+            length = self.float(s, "length", required=True, min=0.0)
+            return Geometry(s.tag, T, (r, length))
+        if s.tag == "mesh":
+            filename = self.string(s, "filename")
+            scale = self.vector(s, "scale", (1, 3), default=(1, 1, 1))
+            if scale.size == 1:
+                scale = np.repeat(scale, 3)
+            return Geometry("mesh", T, (), mesh=self.resolve_mesh(s, filename),
+                            scale=tuple(float(x) for x in scale))
+        raise self.error(s, "unknown geometry; expected <box>, <sphere>, <cylinder>, <capsule> "
+                            "or <mesh>")
+
+    def resolve_mesh(self, el, filename: str) -> str:
+        """`package://pkg/rest`: a folder `pkg` that is the URDF's folder or one of its ancestors,
+        or sits in one of them, or in a ROS_PACKAGE_PATH entry; `file://` and relative paths: from
+        the URDF's folder."""
+        candidates = []
+        if filename.startswith("package://"):
+            pkg, _, rest = filename[len("package://"):].partition("/")
+            d = self.dir
+            while True:
+                if os.path.basename(d) == pkg:
+                    candidates.append(os.path.join(d, rest))
+                candidates.append(os.path.join(d, pkg, rest))
+                parent = os.path.dirname(d)
+                if parent == d:
+                    break
+                d = parent
+            for entry in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
+                if entry:
+                    candidates.append(os.path.join(entry, pkg, rest))
+        else:
+            p = filename[len("file://"):] if filename.startswith("file://") else filename
+            candidates.append(p if os.path.isabs(p) else os.path.join(self.dir, p))
+        for c in candidates:
+            if os.path.isfile(c):
+                return os.path.abspath(c)
+        raise self.error(el, f"mesh file {filename!r} not found (looked in "
+                             f"{', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''})")
+
+    # --- joints ---------------------------------------------------------------------------------
+    def joint(self, el, links: dict[str, Link]) -> Joint:
+        name = el.get("name")
+        jtype = self.string(el, "type")
+        if jtype == "planar":
+            raise self.error(el, "joint type 'planar' is not supported; use two prismatic joints "
+                                 "and a revolute joint")
+        if jtype not in JOINT_TYPES:
+            raise self.error(el, f"unknown joint type {jtype!r}; expected one of "
+                                 f"{', '.join(JOINT_TYPES)}")
+        ends = {}
+        for tag in ("parent", "child"):
+            e = el.find(tag)
+            if e is None:
+                raise self.error(el, f"missing <{tag} link=...>")
+            link = self.string(e, "link")
+            if link not in links:
+                raise self.error(e, f"{tag} link {link!r} is not a <link> of this robot")
+            ends[tag] = link
+        if ends["parent"] == ends["child"]:
+            raise self.error(el, f"parent and child are the same link {ends['parent']!r}")
+        axis = np.array([1.0, 0.0, 0.0])
+        ael = el.find("axis")
+        if ael is not None:
+            axis = self.vector(ael, "xyz", 3, default=(1, 0, 0))
+            n = np.linalg.norm(axis)
+            if n < 1e-12:
+                raise self.error(ael, f"axis must be non-zero, got {ael.get('xyz')!r}")
+            axis = axis / n
+        fields: dict = {}
+        lel = el.find("limit")
+        if lel is not None and jtype in ONE_DOF_TYPES:
+            fields["effort"] = self.float(lel, "effort", np.inf, min=0.0)
+            fields["velocity"] = self.float(lel, "velocity", np.inf, min=0.0)
+            if fields["velocity"] == 0.0:
+                raise self.error(lel, "velocity limit must be > 0 (a joint that cannot move "
+                                      "should be fixed), got '0'")
+            if fields["effort"] == 0.0:
+                self.warn(lel, "effort limit 0: the PD and feedforward torque of this joint is "
+                               "clamped to zero")
+            if jtype != "continuous":
+                lower = self.float(lel, "lower", 0.0)
+                upper = self.float(lel, "upper", 0.0)
+                if lower > upper:
+                    raise self.error(lel, f"lower limit {lower:g} is above upper limit {upper:g}")
+                if lel.get("lower") is None and lel.get("upper") is None:
+                    lower, upper = -np.inf, np.inf
+                fields["lower"], fields["upper"] = lower, upper
+        elif lel is None and jtype in ("revolute", "prismatic"):
+            self.warn(el, f"{jtype} joint without <limit>: no position, velocity or effort limits")
+        del_ = el.find("dynamics")
+        if del_ is not None:
+            if jtype == "floating":
+                raise self.error(del_, "<dynamics> is not supported on a floating joint")
+            if jtype != "fixed":
+                fields["damping"] = self.float(del_, "damping", 0.0, min=0.0)
+                fields["friction"] = self.float(del_, "friction", 0.0, min=0.0)
+                fields["rotor_inertia"] = self.float(del_, "rotor_inertia", 0.0, min=0.0)
+                fields["stiffness"] = self.float(del_, "stiffness", 0.0, min=0.0)
+                if jtype == "spherical":
+                    if fields["friction"] > 0:
+                        self.warn(del_, "friction is ignored on spherical joints")
+                        fields["friction"] = 0.0
+                    mount = self.vector(del_, "spring_mount", 4, default=(1, 0, 0, 0))
+                    n = np.linalg.norm(mount)
+                    if n < 1e-12:
+                        raise self.error(del_, "spring_mount of a spherical joint must be a "
+                                               "non-zero quaternion (w x y z)")
+                    fields["spring_mount"] = mount / n
+                else:
+                    fields["spring_mount"] = self.vector(del_, "spring_mount", 1, default=(0,))
+        mel = el.find("mimic")
+        if mel is not None:
+            if jtype not in ONE_DOF_TYPES:
+                raise self.error(mel, f"<mimic> is only allowed on revolute, continuous or "
+                                      f"prismatic joints, not on a {jtype} joint")
+            fields["mimic"] = Mimic(joint=self.string(mel, "joint"),
+                                    multiplier=self.float(mel, "multiplier", 1.0),
+                                    offset=self.float(mel, "offset", 0.0))
+        origin = self.origin(el)
+        return Joint(name=name, type=jtype, parent=ends["parent"], child=ends["child"],
+                     origin=origin, axis=axis, line=el.sourceline, **fields)
+
+    def tree(self, root_el, links, joints, joint_els, base):
+        """Order the joints depth-first from the root and decide the base type."""
+        parent_joint: dict[str, Joint] = {}
+        for j in joints:
+            if j.child in parent_joint:
+                first = parent_joint[j.child]
+                raise self.error(joint_els[j.name], f"link {j.child!r} is already the child of "
+                                 f"joint {first.name!r} (line {first.line}); a link has one parent")
+            parent_joint[j.child] = j
+        roots = [n for n in links if n not in parent_joint]
+        if not roots:
+            raise self.error(root_el, "the joints form a cycle: every link has a parent, so there "
+                                      "is no root link")
+        if len(roots) > 1:
+            raise self.error(root_el, f"expected one root link, found {len(roots)}: "
+                                      f"{', '.join(roots)} (each must be the child of a joint)")
+        root_link = roots[0]
+        children: dict[str, list[Joint]] = {}
+        for j in joints:
+            children.setdefault(j.parent, []).append(j)
+        # depth-first pre-order from the root, children in file order (iterative: deep chains)
+        ordered: list[Joint] = []
+        seen = {root_link}
+        stack = list(reversed(children.get(root_link, [])))
+        while stack:
+            j = stack.pop()
+            ordered.append(j)
+            seen.add(j.child)
+            stack.extend(reversed(children.get(j.child, [])))
+        unreached = [n for n in links if n not in seen]
+        if unreached:
+            raise self.error(root_el, "the joints form a cycle through links "
+                                      f"{', '.join(unreached)} (not reachable from the root "
+                                      f"{root_link!r})")
+        floating_inside = [j for j in ordered if j.type == "floating"]
+        if root_link == "world":
+            first = [j for j in ordered if j.parent == "world"]
+            if base == "floating":
+                if len(first) != 1 or first[0].type not in ("fixed", "floating"):
+                    raise ModelError("cannot make the base floating: the link 'world' must have "
+                                     "exactly one child joint, and it must be fixed or floating",
+                                     file=self.path)
+                j0 = first[0]
+                ordered[ordered.index(j0)] = _as_floating(j0)
+            elif base == "fixed" and first and any(j.type == "floating" for j in first):
+                ordered = [replace(j, type="fixed") if j in first and j.type == "floating" else j
+                           for j in ordered]
+            floating_inside = [j for j in ordered if j.type == "floating"]
+            base_type = "floating" if any(j.parent == "world" for j in floating_inside) else "fixed"
+        else:
+            base_type = base or "floating"
+            if base_type == "floating":
+                if ROOT_JOINT_NAME in joint_els:
+                    raise ModelError(f"a joint is named {ROOT_JOINT_NAME!r}, the name of the "
+                                     "floating root joint; rename it", file=self.path)
+                ordered.insert(0, Joint(name=ROOT_JOINT_NAME, type="floating", parent=None,
+                                        child=root_link, origin=np.eye(4),
+                                        axis=np.array([1.0, 0.0, 0.0])))
+        for j in floating_inside:
+            if j.parent != "world" or root_link != "world":
+                raise self.error(joint_els[j.name], "a floating joint is only allowed between the "
+                                 "link 'world' and the robot's base")
+        return ordered, root_link, base_type
+
+    def check_mimics(self, ordered, joint_els):
+        by_name = {j.name: j for j in ordered}
+        for j in ordered:
+            if j.mimic is None:
+                continue
+            el = joint_els[j.name].find("mimic")
+            if j.mimic.joint == j.name:
+                raise self.error(el, f"joint {j.name!r} cannot mimic itself")
+            leader = by_name.get(j.mimic.joint)
+            if leader is None:
+                raise self.error(el, f"mimic joint {j.mimic.joint!r} is not a joint of this robot")
+            if leader.type not in ONE_DOF_TYPES:
+                raise self.error(el, f"mimic joint {leader.name!r} is a {leader.type} joint; "
+                                     "expected revolute, continuous or prismatic")
+        for j in ordered:  # follow leaders; a cycle is contradictory or redundant
+            path = [j.name]
+            cur = j
+            while cur.mimic is not None:
+                cur = by_name[cur.mimic.joint]
+                if cur.name in path:
+                    cycle = " -> ".join(path[path.index(cur.name):] + [cur.name])
+                    raise self.error(joint_els[j.name].find("mimic"), f"mimic joints form a cycle "
+                                     f"({cycle}); a leader must not follow its follower")
+                path.append(cur.name)
+
+    def merge_bodies(self, links, ordered, root_link):
+        """Assign every link to the rigid body it is welded to; body i is Pinocchio joint i
+        (body 0 is the world)."""
+        out: dict[str, Link] = {}
+        bodies: list[list[str]] = [[]]
+        body_of = {}
+        if not (ordered and ordered[0].parent is None):  # no synthetic floating root
+            body_of[root_link] = (0, np.eye(4))
+            bodies[0].append(root_link)
+        for j in ordered:
+            if j.type == "fixed":
+                b, T = body_of[j.parent]
+                body_of[j.child] = (b, T @ j.origin)
+                bodies[b].append(j.child)
+            else:
+                body_of[j.child] = (len(bodies), np.eye(4))
+                bodies.append([j.child])
+        for name, link in links.items():
+            b, T = body_of[name]
+            T = T.copy()
+            T.setflags(write=False)
+            out[name] = replace(link, body=b, body_T_link=T)
+        if root_link == "world":
+            w = links["world"]
+            if w.inertial is not None and w.inertial.mass > 0:
+                self.warnings.append("link 'world' has mass; it is the fixed world and its "
+                                     "inertia is ignored")
+        return out, tuple(tuple(b) for b in bodies)
+
+    def layout(self, ordered):
+        q = v = 0
+        coords: list[str] = []
+        dofs: list[str] = []
+        out = []
+        for j in ordered:
+            nq, nv = JOINT_NQ[j.type], JOINT_NV[j.type]
+            out.append(replace(j, q_slice=slice(q, q + nq), u_slice=slice(v, v + nv)))
+            q += nq
+            v += nv
+            n = j.name
+            if j.type == "floating":
+                coords += [f"{n}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
+                dofs += [f"{n}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
+            elif j.type == "spherical":
+                coords += [f"{n}.{c}" for c in ("qw", "qx", "qy", "qz")]
+                dofs += [f"{n}.{c}" for c in ("wx", "wy", "wz")]
+            elif nq:
+                coords.append(n)
+                dofs.append(n)
+        return out, q, v, coords, dofs
+
+    # --- actuators ------------------------------------------------------------------------------
+    def actuators(self, root, joints: dict[str, Joint]) -> tuple[Actuator, ...]:
+        out = []
+        driven: dict[str, str] = {}
+        for k, el in enumerate(root.findall("actuator")):
+            jname = self.string(el, "joint")
+            j = joints.get(jname)
+            if j is None:
+                raise self.error(el, f"actuated joint {jname!r} is not a joint of this robot")
+            if j.type not in ONE_DOF_TYPES:
+                raise self.error(el, f"actuated joint {jname!r} is a {j.type} joint; expected "
+                                     "revolute, continuous or prismatic")
+            name = el.get("name") or f"{jname}_actuator"
+            if jname in driven:
+                raise self.error(el, f"joint {jname!r} already has the actuator {driven[jname]!r}")
+            driven[jname] = name
+            src, reader = el, self
+            file_attr = el.get("file")
+            if file_attr is not None:
+                fpath = file_attr if os.path.isabs(file_attr) else os.path.join(self.dir, file_attr)
+                if not os.path.isfile(fpath):
+                    raise self.error(el, f"actuator model file {file_attr!r} not found "
+                                         f"(looked at {fpath})")
+                froot = parse_xml_file(fpath, "actuator model")
+                reader = AttributeReader(fpath)
+                if froot.tag != "actuator_model":
+                    raise reader.error(froot, "expected the root element <actuator_model>")
+                inline = [a for a in ("gear_ratio", "output_damping", "output_friction") if el.get(a)]
+                if inline or el.find("motor") is not None:
+                    raise self.error(el, "give the actuator's parameters either inline or in "
+                                         f"file={file_attr!r}, not both (found "
+                                         f"{', '.join(inline + (['<motor>'] if el.find('motor') is not None else []))} inline)")
+                src = froot
+            gear = reader.float(src, "gear_ratio", 1.0, positive=True)
+            out_damp = reader.float(src, "output_damping", 0.0, min=0.0)
+            out_fric = reader.float(src, "output_friction", 0.0, min=0.0)
+            motors = src.findall("motor")
+            if len(motors) != 1:
+                raise reader.error(src, f"expected exactly one <motor>, got {len(motors)}")
+            motor = self.motor(reader, motors[0])
+            couplings = []
+            for cel in el.findall("coupling"):  # couplings name this robot's joints: inline only
+                cj = self.string(cel, "joint")
+                if cj not in joints:
+                    raise self.error(cel, f"coupled joint {cj!r} is not a joint of this robot")
+                if joints[cj].type not in ONE_DOF_TYPES:
+                    raise self.error(cel, f"coupled joint {cj!r} is a {joints[cj].type} joint; "
+                                          "expected revolute, continuous or prismatic")
+                if cj == jname:
+                    raise self.error(cel, f"an actuator cannot be coupled to its own joint {cj!r}; "
+                                          "use gear_ratio")
+                if any(c == cj for c, _ in couplings):
+                    raise self.error(cel, f"joint {cj!r} is coupled twice")
+                ratio = self.float(cel, "ratio", required=True)
+                if ratio == 0:
+                    raise self.error(cel, "coupling ratio must be non-zero, got '0'")
+                couplings.append((cj, ratio))
+            out.append(Actuator(name=name, joint=jname, gear_ratio=gear, output_damping=out_damp,
+                                output_friction=out_fric, motor=motor,
+                                couplings=tuple(couplings), line=el.sourceline))
+        names = [a.name for a in out]
+        for a in out:
+            if names.count(a.name) > 1:
+                raise ModelError(f"duplicate actuator name {a.name!r}", file=self.path, line=a.line)
+        return tuple(out)
+
+    @staticmethod
+    def motor(reader: AttributeReader, el) -> Motor:
+        R = reader.float(el, "resistance", required=True, positive=True)
+        Kt = reader.float(el, "torque_constant", required=True, positive=True)
+        has_kv, has_ke = el.get("velocity_constant") is not None, el.get("back_emf_constant") is not None
+        if has_kv == has_ke:
+            raise reader.error(el, "give exactly one of 'velocity_constant' (rad/(s V)) and "
+                                   "'back_emf_constant' (V s/rad)")
+        if has_kv:
+            Kv = reader.float(el, "velocity_constant", positive=True)
+        else:
+            Kv = 1.0 / reader.float(el, "back_emf_constant", positive=True)
+        V = reader.float(el, "bus_voltage", required=True, min=0.0)
+        peak = reader.float(el, "peak_torque", np.inf, positive=True)
+        return Motor(resistance=R, torque_constant=Kt, velocity_constant=Kv, bus_voltage=V,
+                     peak_torque=peak)
+
+    # --- loop constraints -----------------------------------------------------------------------
+    def constraints(self, root, links: dict[str, Link], nq: int):
+        out = []
+        nominal = None
+        blocks = root.findall("constraints")
+        if len(blocks) > 1:
+            raise self.error(blocks[1], "only one <constraints> element is allowed")
+        if not blocks:
+            return (), None
+        el = blocks[0]
+        if el.get("nominal_config") is not None:
+            nominal = self.vector(el, "nominal_config", nq)
+        for cel in el:
+            if not isinstance(cel.tag, str):
+                continue
+            if cel.tag not in ("pin", "equality"):
+                raise self.error(cel, "expected <pin> or <equality> inside <constraints>")
+            b1, b2 = self.string(cel, "body1"), self.string(cel, "body2")
+            for b in (b1, b2):
+                if b not in links:
+                    raise self.error(cel, f"link {b!r} is not a <link> of this robot")
+            if links[b1].body == links[b2].body:
+                raise self.error(cel, f"links {b1!r} and {b2!r} are welded into the same body; the "
+                                      "constraint would do nothing")
+            anchor = self.vector(cel, "anchor", 3, default=(0, 0, 0))
+            if cel.tag == "pin":
+                axes = np.eye(3)
+                if cel.findall("axis"):
+                    raise self.error(cel, "a <pin> holds all three directions and takes no <axis>")
+            else:
+                ax_els = cel.findall("axis")
+                if len(ax_els) not in (1, 2):
+                    raise self.error(cel, f"an <equality> takes one or two <axis xyz>, got "
+                                          f"{len(ax_els)} (three axes: use <pin>)")
+                axes = []
+                for a in ax_els:
+                    v = self.vector(a, "xyz", 3, required=True)
+                    if np.linalg.norm(v) < 1e-12:
+                        raise self.error(a, f"axis must be non-zero, got {a.get('xyz')!r}")
+                    axes.append(v / np.linalg.norm(v))
+                axes = np.array(axes)
+                if len(axes) == 2 and np.linalg.norm(np.cross(axes[0], axes[1])) < 1e-6:
+                    raise self.error(cel, "the two axes are parallel; give two independent axes")
+            out.append(LoopConstraint(kind=cel.tag, body1=b1, body2=b2, anchor=anchor, axes=axes,
+                                      line=cel.sourceline))
+        return tuple(out), nominal
+
+
+def _as_floating(j: Joint) -> Joint:
+    return replace(j, type="floating", axis=np.array([1.0, 0.0, 0.0]))
