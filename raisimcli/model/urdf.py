@@ -344,6 +344,9 @@ class _UrdfReader(AttributeReader):
                                         child=root_link, origin=np.eye(4),
                                         axis=np.array([1.0, 0.0, 0.0])))
         for j in floating_inside:
+            if not np.allclose(j.origin, np.eye(4), rtol=0, atol=0):
+                raise self.error(joint_els[j.name], "a floating joint's pose is its coordinates; "
+                                 "remove its <origin> (or make it the identity)")
             if j.parent != "world" or root_link != "world":
                 raise self.error(joint_els[j.name], "a floating joint is only allowed between the "
                                  "link 'world' and the robot's base")
@@ -557,4 +560,5 @@ class _UrdfReader(AttributeReader):
 
 
 def _as_floating(j: Joint) -> Joint:
-    return replace(j, type="floating", axis=np.array([1.0, 0.0, 0.0]))
+    """The joint below `world` made floating: its pose becomes the coordinates (origin dropped)."""
+    return replace(j, type="floating", axis=np.array([1.0, 0.0, 0.0]), origin=np.eye(4))

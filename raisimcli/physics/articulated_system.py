@@ -1,0 +1,661 @@
+"""ArticulatedSystem: one robot's state, its dynamics in our conventions, and the step of the spec.
+
+The state is (q, u) plus the commands (gains, targets, feedforward force, actuator torques, springs,
+damping, external forces); everything else is derived. Rigid-body algorithms are Pinocchio's; the
+conversions to our conventions live in :mod:`raisimcli.physics.conventions`; the stages of the step
+in :mod:`raisimcli.physics.step`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from raisimcli.errors import StateError
+from raisimcli.model import RobotModel, build_pinocchio_model
+from raisimcli.physics.conventions import Conventions, quat_to_matrix
+from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
+from raisimcli.physics.step.command import clamped_command, pd_torque
+from raisimcli.physics.step.decomposition import torque_table
+from raisimcli.physics.step.explicit import explicit_torque
+from raisimcli.physics.step.implicit import Factorized, free_velocity, implicit_diagonal
+from raisimcli.physics.step.joint_rows import JointRowTable
+from raisimcli.physics.step.solver import (
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_TOLERANCE,
+    Rows,
+    solve_impulses,
+)
+
+FORCE_AND_TORQUE = "FORCE_AND_TORQUE"
+PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
+CONTROL_MODES = (FORCE_AND_TORQUE, PD_PLUS_FEEDFORWARD_TORQUE)
+SCHEMES = ("SEMI_IMPLICIT", "TRAPEZOID", "EULER", "RUNGE_KUTTA_4")
+
+
+@dataclass
+class Spring:
+    """A joint spring: k_s (q_s - q_t) on `joint` (spec step 3). `rest` is q-sized for the joint
+    (a quaternion w, x, y, z for a spherical joint)."""
+
+    joint: str
+    stiffness: float
+    rest: np.ndarray
+
+
+@dataclass
+class _PointLoad:
+    link: str
+    vector: np.ndarray          # world frame, N or N m
+    point: np.ndarray | None    # in the link frame; None: the COM of the link's body
+    is_torque: bool = False
+
+
+class ArticulatedSystem:
+    """A robot in a :class:`World`. Vectors are (nq,) for coordinates and (nv,) for velocities and
+    generalized forces, in our joint order (see docs/conventions.md)."""
+
+    def __init__(self, model: RobotModel, name: str | None = None):
+        self.model = model
+        self.name = name or model.name
+        self.pinocchio = build_pinocchio_model(model)
+        self._pm = self.pinocchio.model
+        self._data = self._pm.createData()
+        self.conv = Conventions(model)
+        nq, nv = model.nq, model.nv
+        self.nq, self.nv = nq, nv
+        self._floating_u = np.zeros(nv, dtype=bool)
+        for j in model.moving_joints:
+            if j.type == "floating":
+                self._floating_u[j.u_slice] = True
+        self._u_of = {j.name: j.u_slice for j in model.moving_joints}
+        self._q_of = {j.name: j.q_slice for j in model.moving_joints}
+
+        # the state
+        q0 = model.nominal_config if model.nominal_config is not None else \
+            model.neutral_configuration()
+        self.q = self.conv.normalize(q0)
+        self.u = np.zeros(nv)
+        self._state_version = 0
+        self._cache: dict = {}
+
+        # commands and parameters (spec steps 1-3)
+        self.control_mode = FORCE_AND_TORQUE
+        self.kp = np.zeros(nv)
+        self.kd = np.zeros(nv)
+        self.q_ref = self.q.copy()
+        self.u_ref = np.zeros(nv)
+        self.tau_ff = np.zeros(nv)
+        effort = np.full(nv, np.inf)
+        for j in model.moving_joints:
+            if j.nv == 1:
+                effort[j.u_slice] = j.effort
+        self.tau_lower, self.tau_upper = -effort, effort.copy()
+        self.b_joint = np.zeros(nv)
+        for j in model.moving_joints:
+            if j.type != "floating":
+                self.b_joint[j.u_slice] = j.damping
+        self.transmission = Transmission.from_model(model)
+        self.tau_a = np.zeros(len(model.actuators))
+        self.motor_region_enforced = True
+        self.springs: list[Spring] = [Spring(j.name, j.stiffness, np.array(j.spring_mount))
+                                      for j in model.moving_joints if j.stiffness > 0]
+        self._loads: list[_PointLoad] = []
+        self.scheme = "SEMI_IMPLICIT"
+        self.joint_rows = JointRowTable(model, self.transmission.output_friction)
+        self.solver_max_iterations = DEFAULT_MAX_ITERATIONS
+        self.solver_tolerance = DEFAULT_TOLERANCE
+        self.had_contact = False  # set by the contact solver; spec step 6 replacement rule
+
+        # the implicit diagonal w, recomputed only when its inputs change (Integration Steps 1, 7)
+        self._w = None
+        self._w_key = None
+        self._spring_vectors()
+
+        # per-step buffers: results of the last step, read by the API and the log
+        self.torque: dict[str, np.ndarray] = {}
+        self.actuator_state: ActuatorState | None = None
+        self.last_impulses: tuple[Rows, np.ndarray] | None = None
+        self.solver_iterations = 0
+        self._pd_error = np.zeros(nv)
+        self._stage = None  # quantities of integrate1, used by integrate2
+
+    # ============================================================================================
+    # state
+    # ============================================================================================
+    def _check(self, v, n: int, what: str) -> np.ndarray:
+        a = np.asarray(v, dtype=float).reshape(-1)
+        if a.size != n:
+            raise StateError(f"{self.name}: {what} must have {n} entries, got {a.size}")
+        if not np.all(np.isfinite(a)):
+            raise StateError(f"{self.name}: {what} must be finite")
+        return a
+
+    def _touched(self) -> None:
+        self._state_version += 1
+        self._cache.clear()
+
+    def get_generalized_coordinate(self) -> np.ndarray:
+        return self.q.copy()
+
+    def get_generalized_velocity(self) -> np.ndarray:
+        return self.u.copy()
+
+    def get_state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.q.copy(), self.u.copy()
+
+    def set_generalized_coordinate(self, q) -> None:
+        """Set q (nq,); quaternions are normalised."""
+        self.q = self.conv.normalize(self._check(q, self.nq, "generalized coordinate"))
+        self.had_contact = False
+        self._touched()
+
+    def set_generalized_velocity(self, u) -> None:
+        self.u = self._check(u, self.nv, "generalized velocity").copy()
+        self._touched()
+
+    def set_state(self, q, u) -> None:
+        self.set_generalized_coordinate(q)
+        self.set_generalized_velocity(u)
+
+    @property
+    def coordinate_names(self) -> tuple[str, ...]:
+        return self.model.coordinate_names
+
+    @property
+    def dof_names(self) -> tuple[str, ...]:
+        return self.model.dof_names
+
+    def get_dof(self) -> int:
+        return self.nv
+
+    def get_generalized_coordinate_dim(self) -> int:
+        return self.nq
+
+    # ============================================================================================
+    # kinematics (world frame)
+    # ============================================================================================
+    def _pin_state(self):
+        """(q_pin, u_pin, T) at the current state: Pinocchio's coordinates and velocity, and the
+        velocity transform of :mod:`raisimcli.physics.conventions`."""
+        if "pin" not in self._cache:
+            T = None if self.conv.identity else self.conv.velocity_transform(self.q)
+            u_pin = self.u if T is None else T.T @ self.u
+            self._cache["pin"] = (self.q[self.pinocchio.q_to_pin], u_pin, T)
+        return self._cache["pin"]
+
+    def _kinematics(self):
+        """Forward kinematics (placements and velocities) and frame placements."""
+        if "kin" not in self._cache:
+            q_pin, u_pin, _ = self._pin_state()
+            pin.forwardKinematics(self._pm, self._data, q_pin, u_pin)
+            pin.updateFramePlacements(self._pm, self._data)
+            self._cache["kin"] = True
+        return self._pin_state()
+
+    def _joint_jacobians(self):
+        if "jac" not in self._cache:
+            self._kinematics()
+            pin.computeJointJacobians(self._pm, self._data)
+            self._cache["jac"] = True
+
+    def _frame(self, name: str) -> int:
+        """Frame id of a link, or of a joint (its child link's frame)."""
+        fid = self.pinocchio.link_frame.get(name)
+        if fid is None:
+            for j in self.model.joints:
+                if j.name == name:
+                    return self.pinocchio.link_frame[j.child]
+            raise StateError(f"{self.name}: no link or joint named {name!r}")
+        return fid
+
+    def _body_of(self, link: str) -> int:
+        return self._pm.frames[self._frame(link)].parentJoint
+
+    def get_frame_position(self, name: str) -> np.ndarray:
+        """World position (3,) of a link frame (or a joint's frame: its child link's frame)."""
+        self._kinematics()
+        return self._data.oMf[self._frame(name)].translation.copy()
+
+    def get_frame_orientation(self, name: str) -> np.ndarray:
+        """World rotation matrix (3, 3) of a link or joint frame."""
+        self._kinematics()
+        return self._data.oMf[self._frame(name)].rotation.copy()
+
+    def get_frame_velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(linear velocity of the frame origin, angular velocity), both (3,) in the world."""
+        self._kinematics()
+        v = pin.getFrameVelocity(self._pm, self._data, self._frame(name),
+                                 pin.LOCAL_WORLD_ALIGNED)
+        return v.linear.copy(), v.angular.copy()
+
+    def get_body_position(self, link: str) -> np.ndarray:
+        return self.get_frame_position(link)
+
+    def get_body_orientation(self, link: str) -> np.ndarray:
+        return self.get_frame_orientation(link)
+
+    def _jacobians_at(self, body: int, point_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self._joint_jacobians()
+        T = self._pin_state()[2]
+        Jj = pin.getJointJacobian(self._pm, self._data, body, pin.LOCAL_WORLD_ALIGNED)
+        Jj = Jj.reshape(6, self.nv)  # eigenpy returns (6,) when nv == 1
+        origin = self._data.oMi[body].translation
+        r = point_world - origin
+        J_lin = Jj[:3] - _skew(r) @ Jj[3:]   # v_point = v_origin + omega x r
+        J_rot = Jj[3:]
+        if T is not None:
+            J_lin, J_rot = J_lin @ T.T, J_rot @ T.T
+        return J_lin, J_rot
+
+    def get_dense_jacobian(self, link: str, point=None) -> np.ndarray:
+        """(3, nv) Jacobian of the world velocity of a point fixed to `link`'s body; `point` in the
+        world frame (default: the link frame's origin)."""
+        body = self._body_of(link)
+        p = self.get_frame_position(link) if point is None else np.asarray(point, dtype=float)
+        return self._jacobians_at(body, p)[0]
+
+    def get_dense_rotational_jacobian(self, link: str) -> np.ndarray:
+        """(3, nv) Jacobian of the world angular velocity of `link`'s body."""
+        body = self._body_of(link)
+        return self._jacobians_at(body, self.get_frame_position(link))[1]
+
+    def get_center_of_mass(self) -> np.ndarray:
+        """World position (3,) of the centre of mass of the moving bodies."""
+        q_pin = self._kinematics()[0]
+        return pin.centerOfMass(self._pm, self._data, q_pin, False).copy()
+
+    def get_linear_momentum(self) -> np.ndarray:
+        """(3,) world frame, kg m/s: sum of m v_com over the moving bodies."""
+        q_pin, u_pin, _ = self._kinematics()
+        pin.computeCentroidalMomentum(self._pm, self._data, q_pin, u_pin)
+        return self._data.hg.linear.copy()
+
+    def get_angular_momentum(self, point=None) -> np.ndarray:
+        """(3,) world frame, about the world point `point` (default: the centre of mass). Rotor
+        inertia is internal to the joints and not part of it."""
+        q_pin, u_pin, _ = self._kinematics()
+        pin.computeCentroidalMomentum(self._pm, self._data, q_pin, u_pin)
+        L = self._data.hg.angular.copy()
+        if point is not None:
+            c = self._data.com[0]
+            L += np.cross(c - np.asarray(point, dtype=float), self._data.hg.linear)
+        return L
+
+    # ============================================================================================
+    # dynamics (our conventions)
+    # ============================================================================================
+    def get_mass_matrix(self) -> np.ndarray:
+        """M (nv, nv), rotor inertia included on its diagonal."""
+        if "M" not in self._cache:
+            q_pin, _, T = self._pin_state()
+            M = pin.crba(self._pm, self._data, q_pin)
+            M = np.triu(M) + np.triu(M, 1).T
+            self._cache["M_pin"] = M
+            self._cache["M"] = M if T is None else T @ M @ T.T
+        return self._cache["M"]
+
+    def get_nonlinearities(self, gravity=None) -> np.ndarray:
+        """h (nv,): gravity, Coriolis and centrifugal terms, tau = M du/dt + h. `gravity`
+        defaults to the world's (or (0, 0, -9.81) for a system outside a world)."""
+        g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
+        key = ("h", g.tobytes())
+        if key not in self._cache:
+            q_pin, u_pin, T = self._pin_state()
+            self._pm.gravity = pin.Motion(g, np.zeros(3))
+            h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
+            if T is None:
+                h = h_pin.copy()
+            else:
+                self.get_mass_matrix()
+                c = self.conv.bias_correction(T, self.u)
+                h = T @ (h_pin + self._cache["M_pin"] @ c)
+            self._cache[key] = h
+        return self._cache[key]
+
+    def get_inverse_mass_matrix(self) -> np.ndarray:
+        """M^-1 (nv, nv)."""
+        return np.linalg.inv(self.get_mass_matrix())
+
+    def get_kinetic_energy(self) -> float:
+        """1/2 u^T M u (rotor inertia included)."""
+        return 0.5 * float(self.u @ self.get_mass_matrix() @ self.u)
+
+    def get_potential_energy(self, gravity=None) -> float:
+        """Sum of -m g . p_com over the moving bodies (m g z for gravity (0, 0, -g))."""
+        g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
+        com = self.get_center_of_mass()
+        return -float(pin.computeTotalMass(self._pm) * g @ com)
+
+    def get_generalized_momentum(self) -> np.ndarray:
+        """M u (nv,)."""
+        return self.get_mass_matrix() @ self.u
+
+    _gravity = np.array([0.0, 0.0, -9.81])
+
+    # ============================================================================================
+    # commands (spec: PD Controller, Actuators, Apply External Forces)
+    # ============================================================================================
+    def set_control_mode(self, mode: str) -> None:
+        if mode not in CONTROL_MODES:
+            raise StateError(f"control mode must be one of {CONTROL_MODES}, got {mode!r}")
+        self.control_mode = mode
+
+    def set_pd_gains(self, kp, kd) -> None:
+        """kp, kd (nv,); floating-base entries are forced to 0. Switches to
+        PD_PLUS_FEEDFORWARD_TORQUE."""
+        kp = self._check(kp, self.nv, "p gain").copy()
+        kd = self._check(kd, self.nv, "d gain").copy()
+        if np.any(kp < 0) or np.any(kd < 0):
+            raise StateError(f"{self.name}: PD gains must be >= 0")
+        kp[self._floating_u] = 0.0
+        kd[self._floating_u] = 0.0
+        self.kp, self.kd = kp, kd
+        self.control_mode = PD_PLUS_FEEDFORWARD_TORQUE
+
+    def set_pd_target(self, q_ref, u_ref) -> None:
+        """q_ref (nq,) with quaternions, u_ref (nv,)."""
+        self.q_ref = self.conv.normalize(self._check(q_ref, self.nq, "position target"))
+        self.u_ref = self._check(u_ref, self.nv, "velocity target").copy()
+
+    def set_generalized_force(self, tau) -> None:
+        """The feedforward force tau_ff (nv,); it stays until changed."""
+        self.tau_ff = self._check(tau, self.nv, "generalized force").copy()
+
+    def set_actuation_limits(self, upper, lower) -> None:
+        """Bounds (nv,) of the clamp of spec step 1 (instead of the URDF effort)."""
+        self.tau_upper = self._check(upper, self.nv, "upper actuation limit").copy()
+        self.tau_lower = np.array(self._check(lower, self.nv, "lower actuation limit"))
+        if np.any(self.tau_lower > self.tau_upper):
+            raise StateError(f"{self.name}: lower actuation limit above the upper one")
+
+    def set_actuator_torques(self, tau_a) -> None:
+        """tau_a (n_actuators,), joint-side torque per actuator (spec step 2)."""
+        self.tau_a = self._check(tau_a, len(self.model.actuators), "actuator torques").copy()
+
+    def set_actuator_torque(self, actuator: str, tau: float) -> None:
+        self.tau_a[self._actuator_index(actuator)] = float(tau)
+
+    def _actuator_index(self, name: str) -> int:
+        try:
+            return self.transmission.names.index(name)
+        except ValueError:
+            raise StateError(f"{self.name}: no actuator named {name!r}") from None
+
+    def set_motor_operating_region_enforced(self, enforced: bool) -> None:
+        self.motor_region_enforced = bool(enforced)
+
+    def set_bus_voltage(self, volts, actuator: str | None = None) -> None:
+        """Bus voltage (V) of one actuator, or of all."""
+        if volts < 0 or not np.isfinite(volts):
+            raise StateError(f"{self.name}: bus voltage must be finite and >= 0, got {volts}")
+        if actuator is None:
+            self.transmission.bus_voltage[:] = volts
+        else:
+            self.transmission.bus_voltage[self._actuator_index(actuator)] = volts
+
+    def get_actuator_states(self) -> ActuatorState:
+        """Motor speeds, operating-region bounds, commanded and applied motor torques, as used by
+        the last step (before any step: at the current state)."""
+        if self.actuator_state is None:
+            return actuator_torques(self.transmission, self.tau_a, self.u,
+                                    self.motor_region_enforced)[1]
+        return self.actuator_state
+
+    def set_joint_damping(self, b) -> None:
+        """b_joint (nv,), >= 0; the floating-base entries stay zero."""
+        b = self._check(b, self.nv, "joint damping").copy()
+        if np.any(b < 0):
+            raise StateError(f"{self.name}: joint damping must be >= 0")
+        b[self._floating_u] = 0.0
+        self.b_joint = b
+
+    def add_spring(self, joint: str, stiffness: float, rest) -> None:
+        """A spring k_s (q_s - q_t) on a revolute, prismatic or spherical joint."""
+        j = self._joint(joint)
+        if j.type not in ("revolute", "continuous", "prismatic", "spherical"):
+            raise StateError(f"{self.name}: a spring needs a revolute, prismatic or spherical "
+                             f"joint; {joint!r} is {j.type}")
+        rest = np.atleast_1d(np.asarray(rest, dtype=float))
+        if rest.size != j.nq or stiffness < 0:
+            raise StateError(f"{self.name}: spring on {joint!r} needs stiffness >= 0 and a rest "
+                             f"position of {j.nq} numbers")
+        if j.type == "spherical":
+            rest = rest / np.linalg.norm(rest)
+        self.springs.append(Spring(joint, float(stiffness), rest))
+        self._spring_vectors()
+
+    def get_springs(self) -> list[Spring]:
+        return list(self.springs)
+
+    def _spring_vectors(self) -> None:
+        self.k_s = np.zeros(self.nv)
+        self._spring_rest = self.q.copy()
+        self._spring_mask = []
+        for s in self.springs:
+            j = self._joint(s.joint)
+            self.k_s[j.u_slice] += s.stiffness
+            self._spring_rest[j.q_slice] = s.rest
+        # with several springs on one joint, the stiffness adds and the last rest position wins
+        # for spherical joints; for 1-DoF joints the combined rest is the stiffness-weighted mean
+        for name in {s.joint for s in self.springs}:
+            j = self._joint(name)
+            group = [s for s in self.springs if s.joint == name]
+            if j.nv == 1 and len(group) > 1:
+                k = sum(s.stiffness for s in group)
+                if k > 0:
+                    self._spring_rest[j.q_slice] = sum(s.stiffness * s.rest for s in group) / k
+
+    def _joint(self, name: str):
+        for j in self.model.moving_joints:
+            if j.name == name:
+                return j
+        raise StateError(f"{self.name}: no moving joint named {name!r}")
+
+    def set_external_force(self, link: str, force, point=None) -> None:
+        """A world-frame force (3,) on `link`'s body at `point` (in the link frame; default: the
+        body's centre of mass), for the next step (RaiSim clears external forces after a step)."""
+        self._frame(link)
+        f = self._check(force, 3, "external force")
+        p = None if point is None else self._check(point, 3, "point")
+        self._loads.append(_PointLoad(link, f, p))
+
+    def set_external_torque(self, link: str, torque) -> None:
+        """A world-frame torque (3,) on `link`'s body, for the next step."""
+        self._frame(link)
+        self._loads.append(_PointLoad(link, self._check(torque, 3, "external torque"), None, True))
+
+    def set_constraint_force(self, link: str, force, point=None) -> None:
+        """Like set_external_force: a force of an outside constraint, for the next step."""
+        self.set_external_force(link, force, point)
+
+    def set_integration_scheme(self, scheme: str) -> None:
+        if scheme not in SCHEMES:
+            raise StateError(f"integration scheme must be one of {SCHEMES}, got {scheme!r}")
+        self.scheme = scheme
+
+    # ============================================================================================
+    # the step
+    # ============================================================================================
+    def _gains(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.control_mode == PD_PLUS_FEEDFORWARD_TORQUE:
+            return self.kp, self.kd
+        zero = np.zeros(self.nv)
+        return zero, zero
+
+    def _implicit_diagonal(self, dt: float) -> np.ndarray:
+        """w, updated only when dt, the control mode, the gains, the damping or the springs
+        changed (Integration Steps 1 and 7)."""
+        kp, kd = self._gains()
+        key = (dt, self.control_mode, kp.tobytes(), kd.tobytes(), self.b_joint.tobytes(),
+               self.k_s.tobytes())
+        if key != self._w_key:
+            self._w = implicit_diagonal(dt, self.b_joint, self.transmission.output_damping, kd,
+                                        kp, self.k_s)
+            self._w_key = key
+        return self._w
+
+    def _external_generalized_force(self) -> np.ndarray:
+        """J^T F_ext (nv,) of the loads set for this step."""
+        tau = np.zeros(self.nv)
+        if self._loads:
+            self._kinematics()
+        for load in self._loads:
+            body = self._body_of(load.link)
+            if load.point is None:
+                p = self._data.oMi[body].act(self._pm.inertias[body].lever) if not load.is_torque \
+                    else self._data.oMi[body].translation
+            else:
+                oMf = self._data.oMf[self._frame(load.link)]
+                p = oMf.act(load.point)
+            J_lin, J_rot = self._jacobians_at(body, p)
+            tau += (J_rot if load.is_torque else J_lin).T @ load.vector
+        return tau
+
+    def _explicit_stage(self, q, u, dt):
+        """Spec steps 1-4 without impulses at the state (q, u): returns the pieces of the step.
+        The caller has set the kinematics to (q, u)."""
+        kp, kd = self._gains()
+        M = self.get_mass_matrix()
+        h = self.get_nonlinearities()
+        q_err = self.conv.difference(q, self.q_ref) if self.control_mode == \
+            PD_PLUS_FEEDFORWARD_TORQUE else np.zeros(self.nv)
+        tau_cmd = clamped_command(self.tau_ff, pd_torque(kp, kd, q_err, self.u_ref, u),
+                                  self.tau_lower, self.tau_upper)
+        tau_act, act_state = actuator_torques(self.transmission, self.tau_a, u,
+                                              self.motor_region_enforced)
+        spring_err = self.conv.difference(q, self._spring_rest) if self.springs else \
+            np.zeros(self.nv)
+        tau_ext = self._external_generalized_force()
+        b = self.b_joint + self.transmission.output_damping
+        tau_exp = explicit_torque(tau_cmd, self.b_joint, self.transmission.output_damping, u,
+                                  tau_act, self.k_s, spring_err, tau_ext)
+        w = self._implicit_diagonal(dt)
+        factor = Factorized(M + np.diag(w))
+        u_star = free_velocity(factor, u, dt, tau_exp, h)
+        return dict(M=M, h=h, q_err=q_err, tau_cmd=tau_cmd, tau_act=tau_act,
+                    act_state=act_state, spring_err=spring_err, tau_ext=tau_ext, b=b,
+                    factor=factor, u_star=u_star, kp=kp, kd=kd)
+
+    def effective_scheme(self) -> str:
+        """The scheme this step uses after the replacement rules of spec step 6."""
+        s = self.scheme
+        if self.control_mode == PD_PLUS_FEEDFORWARD_TORQUE and self.had_contact and \
+                s in ("EULER", "RUNGE_KUTTA_4"):
+            return "SEMI_IMPLICIT"
+        if s == "RUNGE_KUTTA_4" and self.has_constraints:
+            return "SEMI_IMPLICIT"
+        return s
+
+    @property
+    def has_constraints(self) -> bool:
+        """Loop or mimic constraints (eliminated before the solver; a later stage)."""
+        return False
+
+    def integrate1(self, dt: float) -> None:
+        """Integration Steps 1-6: w, kinematics, M, h (and, with contacts, collision detection and
+        contact Jacobians). Quantities read after it are those of the step's start."""
+        self._implicit_diagonal(dt)
+        self._kinematics()
+        self.get_mass_matrix()
+        self.get_nonlinearities()
+        self._stage = (dt, self._state_version)
+
+    def integrate2(self, dt: float) -> None:
+        """Integration Steps 7-12: command, actuators, explicit torque, free velocity, impulse
+        solver, velocity and position integration, torque decomposition."""
+        if self._stage != (dt, self._state_version):
+            self.integrate1(dt)
+        q, u = self.q, self.u
+        s = self._explicit_stage(q, u, dt)
+        scheme = self.effective_scheme()
+
+        # step 4: the impulses of the joint limits and the joint friction
+        rows = self.joint_rows.rows(q, s["u_star"], dt)
+        response = s["factor"].solve(rows.J.T) if rows.m else np.zeros((self.nv, 0))
+        result = solve_impulses(rows, s["u_star"], response,
+                                max_iterations=self.solver_max_iterations,
+                                tolerance=self.solver_tolerance)
+        impulse_by_source = {}
+        for source in set(rows.source):
+            sel = np.array([src == source for src in rows.source])
+            impulse_by_source[source] = rows.J[sel].T @ result.impulse[sel]
+        self.last_impulses = (rows, result.impulse)
+        self.solver_iterations = result.iterations
+
+        if scheme == "RUNGE_KUTTA_4":
+            q_next, u_next, table = self._runge_kutta_4(dt, s, u + (result.u_next - s["u_star"]),
+                                                        impulse_by_source)
+        else:
+            u_next = result.u_next
+            u_bar = {"SEMI_IMPLICIT": u_next, "TRAPEZOID": 0.5 * (u + u_next),
+                     "EULER": u}[scheme]
+            q_next = self.conv.integrate(q, u_bar, dt)
+            table = torque_table(dt, u_next - u, u, u_next, s["tau_cmd"], s["kp"], s["kd"],
+                                 s["b"], s["tau_act"], self.k_s, s["spring_err"], s["tau_ext"],
+                                 impulse_by_source)
+
+        self.torque = table
+        self.actuator_state = s["act_state"]
+        self._pd_error = s["q_err"]
+        self._loads.clear()
+        self.q, self.u = q_next, u_next
+        self._touched()
+        self._stage = None
+
+    def _runge_kutta_4(self, dt, s1, u_start, impulse_by_source):
+        """Spec step 6, RUNGE_KUTTA_4: the solver's velocity change applied at the step's start,
+        then steps 1-4 without impulses at each of four stages. The torque rows are the stages'
+        explicit rows averaged with the RK4 weights (the implicit corrections vanish)."""
+        q0 = self.q
+        weights = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
+        ks_u, ks_a, rows = [], [], []
+        q_stage, u_stage = q0, u_start
+        s = None
+        for k in range(4):
+            self.q, self.u = q_stage, u_stage
+            self._touched()
+            s = self._explicit_stage(q_stage, u_stage, dt) if k else \
+                self._explicit_stage(q0, u_start, dt)
+            a = (s["u_star"] - u_stage) / dt
+            ks_u.append(u_stage)
+            ks_a.append(a)
+            rows.append(s)
+            if k < 3:
+                h = dt if k == 2 else 0.5 * dt
+                q_stage = self.conv.integrate(q0, u_stage, h)
+                u_stage = u_start + h * a
+        u_bar = sum(wt * v for wt, v in zip(weights, ks_u))
+        u_next = u_start + dt * sum(wt * a for wt, a in zip(weights, ks_a))
+        q_next = self.conv.integrate(q0, u_bar, dt)
+        self.q = q0
+        avg = lambda key: sum(wt * r[key] for wt, r in zip(weights, rows))  # noqa: E731
+        zero = np.zeros(self.nv)
+        table = torque_table(dt, zero, zero, zero, avg("tau_cmd"), zero, zero, zero,
+                             avg("tau_act"), zero, zero, avg("tau_ext"), impulse_by_source)
+        table["damping"] = -sum(wt * r["b"] * v for wt, r, v in zip(weights, rows, ks_u))
+        table["springs"] = sum(wt * self.k_s * r["spring_err"] for wt, r in zip(weights, rows))
+        table["total"] = sum(table[k] for k in table if k != "total")
+        self.actuator_state = s["act_state"]
+        return q_next, u_next, table
+
+    def get_generalized_force(self) -> np.ndarray:
+        """tau_cmd + tau_act at the current state: the PD term with the position error of the last
+        step and the current velocity, the actuator bounds at the current motor speeds. No damping,
+        springs, external forces, implicit terms or impulses."""
+        kp, kd = self._gains()
+        tau_cmd = clamped_command(self.tau_ff, pd_torque(kp, kd, self._pd_error, self.u_ref,
+                                                         self.u), self.tau_lower, self.tau_upper)
+        tau_act, _ = actuator_torques(self.transmission, self.tau_a, self.u,
+                                      self.motor_region_enforced)
+        return tau_cmd + tau_act
+
+
+def _skew(r) -> np.ndarray:
+    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+
+
+__all__ = ["ArticulatedSystem", "Spring", "FORCE_AND_TORQUE", "PD_PLUS_FEEDFORWARD_TORQUE",
+           "SCHEMES", "quat_to_matrix"]

@@ -1,0 +1,155 @@
+"""The one place where Pinocchio's conventions meet ours (DESIGN.md §4.1).
+
+Ours: a floating joint's u is [linear velocity of its frame origin in the world, angular velocity
+in the world]; a spherical joint's u is the child's angular velocity relative to the parent,
+expressed in the joint frame fixed to the parent. Pinocchio expresses both in the child (local)
+frame. With the block-diagonal rotation T (nv x nv): R on both 3-blocks of a floating joint (R the
+joint's world orientation), R_j on a spherical joint (R_j its rotation relative to the parent),
+identity elsewhere,
+
+    u = T u_pin,      tau = T tau_pin,      M = T M_pin T^T,
+    h = T (h_pin + M_pin c),   c = (d/dt T^T) u = [-omega_local x v_local, 0] on a floating joint,
+                                                  0 on a spherical joint (omega x omega = 0).
+
+Jacobians: J = J_pin T^T. Coordinates differ only in the quaternion order (ours w, x, y, z;
+Pinocchio's x, y, z, w): see :class:`raisimcli.model.PinocchioModel`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raisimcli.model.types import RobotModel
+
+
+def quat_to_matrix(q) -> np.ndarray:
+    """(3, 3) rotation of a unit quaternion (w, x, y, z)."""
+    w, x, y, z = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def quat_multiply(a, b) -> np.ndarray:
+    """Hamilton product a * b of quaternions (w, x, y, z)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw])
+
+
+def quat_exp(rotvec) -> np.ndarray:
+    """Quaternion (w, x, y, z) of the rotation vector `rotvec` (axis * angle)."""
+    angle = float(np.sqrt(rotvec[0] ** 2 + rotvec[1] ** 2 + rotvec[2] ** 2))
+    if angle < 1e-8:  # Taylor: sin(a/2)/a = 1/2 - a^2/48
+        return np.array([1.0 - angle * angle / 8.0, *(0.5 - angle * angle / 48.0) * rotvec])
+    s = np.sin(0.5 * angle) / angle
+    return np.array([np.cos(0.5 * angle), s * rotvec[0], s * rotvec[1], s * rotvec[2]])
+
+
+def quat_log(q) -> np.ndarray:
+    """Rotation vector of the quaternion q (w, x, y, z), taking the shorter rotation (angle <= pi:
+    q and -q are the same orientation)."""
+    w, v = q[0], np.asarray(q[1:4], dtype=float)
+    if w < 0:
+        w, v = -w, -v
+    n = float(np.linalg.norm(v))
+    if n < 1e-12:
+        return 2.0 * v / max(w, 1e-300)
+    return 2.0 * np.arctan2(n, w) / n * v
+
+
+class Conventions:
+    """Precomputed index sets of one robot for the conversions above.
+
+    `floating`: list of (u_start, q_start) of floating joints; `spherical`: likewise for spherical
+    joints; `one_dof_q`, `one_dof_u`: index arrays of the 1-DoF coordinates and their velocities.
+    `identity`: True when T = I always (no floating or spherical joint)."""
+
+    def __init__(self, model: RobotModel):
+        self.nv = model.nv
+        self.floating = [(j.u_slice.start, j.q_slice.start) for j in model.moving_joints
+                         if j.type == "floating"]
+        self.spherical = [(j.u_slice.start, j.q_slice.start) for j in model.moving_joints
+                          if j.type == "spherical"]
+        one = [j for j in model.moving_joints if j.nv == 1]
+        self.one_dof_q = np.array([j.q_slice.start for j in one], dtype=int)
+        self.one_dof_u = np.array([j.u_slice.start for j in one], dtype=int)
+        self.identity = not self.floating and not self.spherical
+
+    # --- velocity transform ----------------------------------------------------------------------
+    def velocity_transform(self, q: np.ndarray) -> np.ndarray:
+        """T (nv, nv) at the coordinates q (ours)."""
+        T = np.eye(self.nv)
+        for us, qs in self.floating:
+            R = quat_to_matrix(q[qs + 3:qs + 7])
+            T[us:us + 3, us:us + 3] = R
+            T[us + 3:us + 6, us + 3:us + 6] = R
+        for us, qs in self.spherical:
+            T[us:us + 3, us:us + 3] = quat_to_matrix(q[qs:qs + 4])
+        return T
+
+    def bias_correction(self, T: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """c = (d/dt T^T) u, (nv,): -omega_local x v_local on each floating joint."""
+        c = np.zeros(self.nv)
+        for us, _ in self.floating:
+            R = T[us:us + 3, us:us + 3]
+            v_local = R.T @ u[us:us + 3]
+            w_local = R.T @ u[us + 3:us + 6]
+            c[us:us + 3] = -np.cross(w_local, v_local)
+        return c
+
+    # --- positions -------------------------------------------------------------------------------
+    def integrate(self, q: np.ndarray, u_bar: np.ndarray, dt: float) -> np.ndarray:
+        """Spec step 6: q_{t+1} = q_t + dt u_bar, a quaternion turned by the same angular velocity
+        (world frame for a floating joint, the parent's joint frame for a spherical joint; both
+        multiply on the left). Quaternions are renormalised."""
+        q_next = q.copy()
+        q_next[self.one_dof_q] += dt * u_bar[self.one_dof_u]
+        for us, qs in self.floating:
+            q_next[qs:qs + 3] += dt * u_bar[us:us + 3]
+            quat = quat_multiply(quat_exp(dt * u_bar[us + 3:us + 6]), q[qs + 3:qs + 7])
+            q_next[qs + 3:qs + 7] = quat / np.linalg.norm(quat)
+        for us, qs in self.spherical:
+            quat = quat_multiply(quat_exp(dt * u_bar[us:us + 3]), q[qs:qs + 4])
+            q_next[qs:qs + 4] = quat / np.linalg.norm(quat)
+        return q_next
+
+    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        """The velocity-space difference q1 - q0, (nv,): 1-DoF coordinates subtract; a quaternion
+        gives the rotation vector of q0^-1 q1 expressed like u (shorter rotation). Used for the PD
+        and spring errors (spec step 1)."""
+        d = np.zeros(self.nv)
+        d[self.one_dof_u] = q1[self.one_dof_q] - q0[self.one_dof_q]
+        for us, qs in self.floating:
+            d[us:us + 3] = q1[qs:qs + 3] - q0[qs:qs + 3]
+            # world-frame rotation vector of q1 q0^-1
+            d[us + 3:us + 6] = quat_log(quat_multiply(q1[qs + 3:qs + 7], _conj(q0[qs + 3:qs + 7])))
+        for us, qs in self.spherical:
+            # the error of q_t^-1 q_ref lives in the child frame; rotate it into the parent's
+            # joint frame, where u lives (DESIGN.md §4.1)
+            local = quat_log(quat_multiply(_conj(q0[qs:qs + 4]), q1[qs:qs + 4]))
+            d[us:us + 3] = quat_to_matrix(q0[qs:qs + 4]) @ local
+        return d
+
+    def normalize(self, q: np.ndarray) -> np.ndarray:
+        """q with every quaternion normalised (a zero quaternion becomes the identity)."""
+        q = np.array(q, dtype=float)
+        for _, qs in self.floating:
+            q[qs + 3:qs + 7] = _unit(q[qs + 3:qs + 7])
+        for _, qs in self.spherical:
+            q[qs:qs + 4] = _unit(q[qs:qs + 4])
+        return q
+
+
+def _conj(q) -> np.ndarray:
+    return np.array([q[0], -q[1], -q[2], -q[3]])
+
+
+def _unit(q) -> np.ndarray:
+    n = np.linalg.norm(q)
+    return np.array([1.0, 0, 0, 0]) if n == 0 else q / n

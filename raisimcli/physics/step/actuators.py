@@ -1,0 +1,93 @@
+"""Spec step 2: actuator torques clipped to the motor operating regions, mapped to the joints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from raisimcli.model.types import RobotModel
+
+
+@dataclass
+class Transmission:
+    """The actuators of one robot as vectors, built once at load time.
+
+    `T`: (n_act, nv) transmission matrix, motor speeds w_m = T u and joint torques T^T tau_m (row a
+    holds G at the driven joint and r_c at each coupled joint). `gear`, `stall`, `b`, `peak`:
+    (n_act,) gear ratio, stall torque K_t V_bus / R, back-EMF damping K_t / (R K_v) and peak torque
+    (motor side). `output_damping`, `output_friction`: (nv,) b_out and tau_c,out of each actuated
+    joint."""
+
+    names: tuple
+    T: np.ndarray
+    gear: np.ndarray
+    torque_constant: np.ndarray
+    resistance: np.ndarray
+    velocity_constant: np.ndarray
+    bus_voltage: np.ndarray
+    peak: np.ndarray
+    output_damping: np.ndarray
+    output_friction: np.ndarray
+
+    @classmethod
+    def from_model(cls, model: RobotModel) -> "Transmission":
+        n, nv = len(model.actuators), model.nv
+        T = np.zeros((n, nv))
+        out_b = np.zeros(nv)
+        out_f = np.zeros(nv)
+        u_of = {j.name: j.u_slice.start for j in model.moving_joints}
+        for a, act in enumerate(model.actuators):
+            T[a, u_of[act.joint]] = act.gear_ratio
+            for joint, ratio in act.couplings:
+                T[a, u_of[joint]] += ratio
+            out_b[u_of[act.joint]] += act.output_damping
+            out_f[u_of[act.joint]] += act.output_friction
+        m = [act.motor for act in model.actuators]
+        return cls(
+            names=tuple(act.name for act in model.actuators), T=T,
+            gear=np.array([act.gear_ratio for act in model.actuators]),
+            torque_constant=np.array([x.torque_constant for x in m]),
+            resistance=np.array([x.resistance for x in m]),
+            velocity_constant=np.array([x.velocity_constant for x in m]),
+            bus_voltage=np.array([x.bus_voltage for x in m]),
+            peak=np.array([x.peak_torque for x in m]),
+            output_damping=out_b, output_friction=out_f)
+
+    @property
+    def stall(self) -> np.ndarray:
+        return self.torque_constant * self.bus_voltage / self.resistance
+
+    @property
+    def back_emf(self) -> np.ndarray:
+        return self.torque_constant / (self.resistance * self.velocity_constant)
+
+
+@dataclass
+class ActuatorState:
+    """Per actuator, (n_act,) each: motor speed, operating-region bounds, commanded motor torque
+    tau_a / G and the applied motor torque tau_m (motor side, N m and rad/s)."""
+
+    motor_speed: np.ndarray
+    tau_min: np.ndarray
+    tau_max: np.ndarray
+    commanded: np.ndarray
+    applied: np.ndarray
+
+
+def actuator_torques(tr: Transmission, tau_a: np.ndarray, u: np.ndarray,
+                     enforce_region: bool) -> tuple[np.ndarray, ActuatorState]:
+    """tau_act (nv,) and the actuator states, spec step 2:
+
+        w_m = G u_j + sum_c r_c u_c
+        tau_m,min = clamp(-tau_stall - b w_m, -tau_peak, tau_peak)
+        tau_m,max = clamp( tau_stall - b w_m, -tau_peak, tau_peak)
+        tau_m = clamp(tau_a / G, tau_m,min, tau_m,max)     (tau_a / G without the region)
+    """
+    w_m = tr.T @ u
+    stall, b, peak = tr.stall, tr.back_emf, tr.peak
+    lo = np.clip(-stall - b * w_m, -peak, peak)
+    hi = np.clip(stall - b * w_m, -peak, peak)
+    commanded = tau_a / tr.gear
+    applied = np.minimum(np.maximum(commanded, lo), hi) if enforce_region else commanded
+    return tr.T.T @ applied, ActuatorState(w_m, lo, hi, commanded, applied)

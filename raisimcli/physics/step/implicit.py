@@ -1,0 +1,29 @@
+"""Spec step 4, first part: the implicit diagonal w, M~ = M + diag(w), and the free velocity u*."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+
+def implicit_diagonal(dt: float, b_joint, b_out, kd, kp, k_s) -> np.ndarray:
+    """w = dt/2 (b_joint + b_out + k_d) + dt^2/4 (k_p + k_s), (nv,)."""
+    return 0.5 * dt * (b_joint + b_out + kd) + 0.25 * dt * dt * (kp + k_s)
+
+
+class Factorized:
+    """One Cholesky factorisation of M~ (nv, nv), reused for every solve of the step."""
+
+    def __init__(self, M_tilde: np.ndarray):
+        self.matrix = M_tilde
+        self._cho = cho_factor(M_tilde, lower=True, check_finite=False)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """M~^-1 rhs, for a (nv,) vector or an (nv, k) matrix."""
+        return cho_solve(self._cho, rhs, check_finite=False)
+
+
+def free_velocity(factor: Factorized, u: np.ndarray, dt: float, tau_exp: np.ndarray,
+                  h: np.ndarray) -> np.ndarray:
+    """u* = u_t + dt M~^-1 (tau_exp - h), (nv,)."""
+    return u + dt * factor.solve(tau_exp - h)
