@@ -70,6 +70,7 @@ class ArticulatedSystem:
         for j in model.moving_joints:
             if j.type == "floating":
                 self._floating_u[j.u_slice] = True
+        self._lower = np.tril_indices(nv, -1)
         self._u_of = {j.name: j.u_slice for j in model.moving_joints}
         self._q_of = {j.name: j.q_slice for j in model.moving_joints}
 
@@ -291,8 +292,8 @@ class ArticulatedSystem:
         """M (nv, nv), rotor inertia included on its diagonal."""
         if "M" not in self._cache:
             q_pin, _, T = self._pin_state()
-            M = pin.crba(self._pm, self._data, q_pin)
-            M = np.triu(M) + np.triu(M, 1).T
+            M = pin.crba(self._pm, self._data, q_pin)  # upper triangle
+            M[self._lower] = M.T[self._lower]
             self._cache["M_pin"] = M
             self._cache["M"] = M if T is None else T @ M @ T.T
         return self._cache["M"]
@@ -301,7 +302,7 @@ class ArticulatedSystem:
         """h (nv,): gravity, Coriolis and centrifugal terms, tau = M du/dt + h. `gravity`
         defaults to the world's (or (0, 0, -9.81) for a system outside a world)."""
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
-        key = ("h", g.tobytes())
+        key = ("h", g[0], g[1], g[2])
         if key not in self._cache:
             q_pin, u_pin, T = self._pin_state()
             self._pm.gravity = pin.Motion(g, np.zeros(3))
