@@ -71,6 +71,7 @@ class ArticulatedSystem:
             if j.type == "floating":
                 self._floating_u[j.u_slice] = True
         self._lower = np.tril_indices(nv, -1)
+        self._pin_gravity = None  # the gravity last given to the Pinocchio model
         self._u_of = {j.name: j.u_slice for j in model.moving_joints}
         self._q_of = {j.name: j.q_slice for j in model.moving_joints}
 
@@ -305,13 +306,15 @@ class ArticulatedSystem:
         key = ("h", g[0], g[1], g[2])
         if key not in self._cache:
             q_pin, u_pin, T = self._pin_state()
-            self._pm.gravity = pin.Motion(g, np.zeros(3))
+            if key[1:] != self._pin_gravity:
+                self._pm.gravity = pin.Motion(g, np.zeros(3))
+                self._pin_gravity = key[1:]
             h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
             if T is None:
                 h = h_pin.copy()
             else:
                 self.get_mass_matrix()
-                c = self.conv.bias_correction(T, self.u)
+                c = self.conv.bias_correction(u_pin)
                 h = T @ (h_pin + self._cache["M_pin"] @ c)
             self._cache[key] = h
         return self._cache[key]
@@ -579,10 +582,7 @@ class ArticulatedSystem:
         result = solve_impulses(rows, s["u_star"], response,
                                 max_iterations=self.solver_max_iterations,
                                 tolerance=self.solver_tolerance)
-        impulse_by_source = {}
-        for source in set(rows.source):
-            sel = np.array([src == source for src in rows.source])
-            impulse_by_source[source] = rows.J[sel].T @ result.impulse[sel]
+        impulse_by_source = rows.generalized_impulse_by_source(result.impulse)
         self.last_impulses = (rows, result.impulse)
         self.solver_iterations = result.iterations
 

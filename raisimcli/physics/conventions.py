@@ -105,14 +105,12 @@ class Conventions:
             T[us:us + 3, us:us + 3] = quat_to_matrix(q[qs:qs + 4])
         return T
 
-    def bias_correction(self, T: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """c = (d/dt T^T) u, (nv,): -omega_local x v_local on each floating joint."""
+    def bias_correction(self, u_pin: np.ndarray) -> np.ndarray:
+        """c = (d/dt T^T) u, (nv,): -omega_local x v_local on each floating joint, from
+        Pinocchio's (local) velocity u_pin = T^T u."""
         c = np.zeros(self.nv)
         for us, _ in self.floating:
-            R = T[us:us + 3, us:us + 3]
-            v_local = R.T @ u[us:us + 3]
-            w_local = R.T @ u[us + 3:us + 6]
-            c[us:us + 3] = cross(v_local, w_local)  # -omega x v
+            c[us:us + 3] = cross(u_pin[us:us + 3], u_pin[us + 3:us + 6])  # -omega x v
         return c
 
     # --- positions -------------------------------------------------------------------------------

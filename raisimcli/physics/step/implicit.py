@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import lapack
+
+from raisimcli.errors import RaisimcliError
 
 
 def implicit_diagonal(dt: float, b_joint, b_out, kd, kp, k_s) -> np.ndarray:
@@ -12,15 +14,20 @@ def implicit_diagonal(dt: float, b_joint, b_out, kd, kp, k_s) -> np.ndarray:
 
 
 class Factorized:
-    """One Cholesky factorisation of M~ (nv, nv), reused for every solve of the step."""
+    """One Cholesky factorisation of M~ (nv, nv), reused for every solve of the step (LAPACK
+    dpotrf / dpotrs, called directly: scipy's wrappers cost more than the factorisation)."""
 
     def __init__(self, M_tilde: np.ndarray):
         self.matrix = M_tilde
-        self._cho = cho_factor(M_tilde, lower=True, check_finite=False)
+        self._c, info = lapack.dpotrf(M_tilde, lower=1, clean=0)
+        if info != 0:
+            raise RaisimcliError(f"the mass matrix is not positive definite (LAPACK dpotrf info "
+                                 f"{info}); the state is probably not finite")
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """M~^-1 rhs, for a (nv,) vector or an (nv, k) matrix."""
-        return cho_solve(self._cho, rhs, check_finite=False)
+        x, info = lapack.dpotrs(self._c, rhs, lower=1)
+        return x
 
 
 def free_velocity(factor: Factorized, u: np.ndarray, dt: float, tau_exp: np.ndarray,

@@ -30,6 +30,7 @@ class JointRowTable:
         self.vmax = np.array([j.velocity for j in one])
         self.joint_friction = np.array([j.friction for j in one])
         self.output_friction = output_friction[self.idx] if len(one) else np.zeros(0)
+        self._friction_rows: tuple | None = None  # (dt, Rows): the same every step at one dt
 
     def rows(self, q: np.ndarray, u_star: np.ndarray, dt: float) -> Rows:
         """The rows that act in this step, at the coordinates q_t and the free velocity u*."""
@@ -42,23 +43,30 @@ class JointRowTable:
         at_limit = below | above
         fast = ~at_limit & (np.abs(uj) > self.vmax)
         fric = self.joint_friction + self.output_friction
-        sel_idx, target, lo, hi, src, key = [], [], [], [], [], []
-        for k in np.flatnonzero(at_limit):
-            sel_idx.append(self.idx[k]); target.append(0.0); src.append("joint_limits")
-            lo.append(0.0 if below[k] else -np.inf); hi.append(np.inf if below[k] else 0.0)
-            key.append(("position_limit", self.names[k]))
-        for k in np.flatnonzero(fast):
-            up = uj[k] > 0
-            sel_idx.append(self.idx[k]); src.append("joint_limits")
-            target.append(self.vmax[k] if up else -self.vmax[k])
-            lo.append(-np.inf if up else 0.0); hi.append(0.0 if up else np.inf)
-            key.append(("velocity_limit", self.names[k]))
-        for k in np.flatnonzero(fric > 0):
-            bound = fric[k] * dt
-            sel_idx.append(self.idx[k]); target.append(0.0); src.append("joint_friction")
-            lo.append(-bound); hi.append(bound)
-            key.append(("friction", self.names[k]))
-        m = len(sel_idx)
+        if not at_limit.any() and not fast.any():  # the common case: friction rows only
+            if self._friction_rows is None or self._friction_rows[0] != dt:
+                self._friction_rows = (dt, self._build(at_limit, fast, below, uj > 0, fric, dt))
+            return self._friction_rows[1]
+        return self._build(at_limit, fast, below, uj > 0, fric, dt)
+
+    def _build(self, at_limit, fast, below, up, fric, dt) -> Rows:
+        has_fric = fric > 0
+        # position limits, then velocity limits, then friction (each a boolean selection)
+        sel = np.concatenate([np.flatnonzero(at_limit), np.flatnonzero(fast),
+                              np.flatnonzero(has_fric)])
+        n_lim, n_vel = int(at_limit.sum()), int(fast.sum())
+        b_lim, u_vel = below[at_limit], up[fast]
+        bound = fric[has_fric] * dt
+        inf = np.inf
+        target = np.concatenate([np.zeros(n_lim), np.where(u_vel, 1.0, -1.0) * self.vmax[fast],
+                                 np.zeros(bound.size)])
+        lo = np.concatenate([np.where(b_lim, 0.0, -inf), np.where(u_vel, -inf, 0.0), -bound])
+        hi = np.concatenate([np.where(b_lim, inf, 0.0), np.where(u_vel, 0.0, inf), bound])
+        m = sel.size
         J = np.zeros((m, self.nv))
-        J[np.arange(m), sel_idx] = 1.0
-        return Rows(J, np.array(target), np.array(lo), np.array(hi), src, key)
+        J[np.arange(m), self.idx[sel]] = 1.0
+        source = ["joint_limits"] * (n_lim + n_vel) + ["joint_friction"] * bound.size
+        kinds = ["position_limit"] * n_lim + ["velocity_limit"] * n_vel + \
+            ["friction"] * bound.size
+        key = [(kind, self.names[k]) for kind, k in zip(kinds, sel.tolist())]
+        return Rows(J, target, lo, hi, source, key)

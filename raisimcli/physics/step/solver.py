@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 DEFAULT_MAX_ITERATIONS = 200
 DEFAULT_TOLERANCE = 1e-12  # m/s or rad/s of row velocity
@@ -42,6 +43,14 @@ class Rows:
     @property
     def m(self) -> int:
         return self.J.shape[0]
+
+    def generalized_impulse_by_source(self, impulse: np.ndarray) -> dict:
+        """J^T lambda (nv,) split by the rows' sources."""
+        out = {}
+        for source in dict.fromkeys(self.source):
+            sel = [i for i, s in enumerate(self.source) if s == source]
+            out[source] = self.J[sel].T @ impulse[sel]
+        return out
 
     @classmethod
     def empty(cls, nv: int) -> "Rows":
@@ -65,25 +74,42 @@ def solve_impulses(rows: Rows, u_star: np.ndarray, response: np.ndarray,
     m = rows.m
     if m == 0:
         return SolverResult(np.zeros(0), u_star.copy(), 0, 0.0)
-    G = rows.J @ response                       # Delassus matrix of the rows, (m, m)
+    G = np.ascontiguousarray(rows.J @ response)  # Delassus matrix of the rows, (m, m)
     lam = np.zeros(m) if impulse0 is None else np.clip(impulse0, rows.lo, rows.hi)
     v = rows.J @ u_star + G @ lam
-    diag = np.diag(G).copy()
-    target, lo, hi = rows.target, rows.lo, rows.hi
+    iterations, residual = _projected_gauss_seidel(
+        G, v, lam, np.ascontiguousarray(rows.target, dtype=np.float64),
+        np.ascontiguousarray(rows.lo, dtype=np.float64),
+        np.ascontiguousarray(rows.hi, dtype=np.float64), max_iterations, tolerance)
+    return SolverResult(lam, u_star + response @ lam, iterations, residual)
+
+
+@njit(cache=True)
+def _projected_gauss_seidel(G, v, lam, target, lo, hi, max_iterations, tolerance):
+    """Sweep the rows, solving each exactly given the others: lambda_i <- clip(lambda_i +
+    (t_i - v_i) / G_ii, lo_i, hi_i), then update every row's velocity v += G[:, i] d lambda_i.
+    `v` and `lam` are updated in place. Returns (sweeps, largest velocity change of the last)."""
+    m = lam.shape[0]
     residual = 0.0
-    it = 0
-    for it in range(1, max_iterations + 1):
+    sweeps = 0
+    for sweep in range(1, max_iterations + 1):
+        sweeps = sweep
         residual = 0.0
         for i in range(m):
-            new = lam[i] + (target[i] - v[i]) / diag[i]
-            new = lo[i] if new < lo[i] else (hi[i] if new > hi[i] else new)
+            g = G[i, i]
+            new = lam[i] + (target[i] - v[i]) / g
+            if new < lo[i]:
+                new = lo[i]
+            elif new > hi[i]:
+                new = hi[i]
             d = new - lam[i]
             if d != 0.0:
-                v += G[:, i] * d
+                for k in range(m):
+                    v[k] += G[k, i] * d
                 lam[i] = new
-                change = abs(d) * diag[i]
+                change = abs(d) * g
                 if change > residual:
                     residual = change
         if residual <= tolerance:
             break
-    return SolverResult(lam, u_star + response @ lam, it, residual)
+    return sweeps, residual

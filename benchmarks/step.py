@@ -1,0 +1,53 @@
+"""Steps per second of World.integrate() for the arm and the quadruped, and the ratio of one step
+to the Pinocchio floor (forwardKinematics + crba + nonLinearEffects) timed in the same run.
+
+    python benchmarks/step.py
+"""
+
+import time
+
+import numpy as np
+import pinocchio as pin
+
+from common import ROBOTS, per_call_us
+from raisimcli.physics import World
+
+
+def setup(name):
+    w = World(0.001)
+    r = w.add_articulated_system(f"{ROBOTS}/{name}.urdf")
+    q = r.get_generalized_coordinate()
+    rng = np.random.default_rng(0)
+    q[r.conv.one_dof_q] = rng.uniform(-0.3, 0.3, len(r.conv.one_dof_q))
+    if r.model.is_floating:
+        q[2] = 0.6
+    r.set_state(q, np.zeros(r.nv))
+    r.set_pd_gains(np.full(r.nv, 100.0), np.full(r.nv, 2.0))
+    r.set_pd_target(q, np.zeros(r.nv))
+    return w, r
+
+
+def main():
+    print(f"{'robot':<10} {'step us':>9} {'steps/s':>9} {'floor us':>9} {'ratio':>7}  (floor: "
+          "forwardKinematics + crba + nonLinearEffects)")
+    for name in ("arm7", "quadruped"):
+        w, r = setup(name)
+        pm, pd = r._pm, r._pm.createData()
+        q_pin, u_pin, _ = r._pin_state()
+
+        def floor():
+            pin.forwardKinematics(pm, pd, q_pin, u_pin)
+            pin.crba(pm, pd, q_pin)
+            pin.nonLinearEffects(pm, pd, q_pin, u_pin)
+
+        for _ in range(200):  # warm up
+            w.integrate()
+        t_step = per_call_us(w.integrate, repeat=5, number=1000)
+        t_floor = per_call_us(floor)
+        print(f"{name:<10} {t_step:9.1f} {1e6 / t_step:9.0f} {t_floor:9.2f} "
+              f"{t_step / t_floor:7.1f}")
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
