@@ -39,3 +39,23 @@ class LogError(RaisimcliError):
 
 class StateError(RaisimcliError):
     """A call on the Python API with arguments of the wrong size or meaning."""
+
+
+class ControllerError(RaisimcliError):
+    """An exception raised by a user's controller. The CLI prints the user's traceback (their
+    frames only); the run's log is kept and marked."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, exc: BaseException, file: str):
+        super().__init__(message)
+        self.exc = exc
+        self.file = file
+
+    def user_traceback(self) -> str:
+        import traceback
+        frames = [f for f in traceback.extract_tb(self.exc.__traceback__)
+                  if f.filename == self.file]
+        lines = traceback.format_list(frames) if frames else []
+        lines += traceback.format_exception_only(type(self.exc), self.exc)
+        return "Traceback (most recent call last, your controller's frames):\n" + "".join(lines)

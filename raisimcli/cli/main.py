@@ -38,9 +38,11 @@ def cli():
     torque by source, and check logs against golden ones in CI."""
 
 
-from raisimcli.cli import inspect as _inspect  # noqa: E402  (registers the command)
+from raisimcli.cli import inspect as _inspect  # noqa: E402
+from raisimcli.cli import run as _run  # noqa: E402
 
 cli.add_command(_inspect.inspect_command)
+cli.add_command(_run.run_command)
 
 
 def main() -> None:

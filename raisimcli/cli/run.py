@@ -1,0 +1,108 @@
+"""`raisimcli run SCENARIO`: simulate and write the HDF5 log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import click
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from raisimcli.errors import ControllerError
+from raisimcli.scenario import load_scenario, run
+
+
+def _terminate_like_ctrl_c(signum, frame):
+    """SIGTERM behaves like Ctrl-C: the log is closed with status interrupted."""
+    raise KeyboardInterrupt
+
+
+@click.command("run")
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
+              help="Log file (default: the scenario's log.path, or SCENARIO.h5 in the current "
+                   "folder).")
+@click.option("--duration", type=float, default=None, help="Override world.duration (s).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
+              help="Override a scenario key, e.g. --set world.dt=0.002 --set robot.0.pd.kp=50 "
+                   "(the value is read as TOML; repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
+def run_command(scenario, output, duration, overrides, as_json, quiet):
+    """Simulate SCENARIO (TOML) and write an HDF5 log.
+
+    Exit codes: 0 complete; 1 diverged or a controller raised; 2 bad input; 130 interrupted
+    (the log is kept, with status `interrupted`)."""
+    from raisimcli.cli.main import report_errors, stderr
+
+    @report_errors
+    def go():
+        scn = load_scenario(scenario, tuple(overrides), duration=duration, log_path=output)
+        show = not quiet and not as_json
+        progress = None
+        if show:
+            progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                TextColumn("{task.completed}/{task.total} steps"),
+                                TextColumn("t = {task.fields[sim]:.3f} s"),
+                                TextColumn("x{task.fields[rtf]:.2f} real time"),
+                                TimeElapsedColumn(), console=stderr, transient=False)
+            task = progress.add_task(os.path.basename(scenario), total=scn.steps, sim=0.0,
+                                     rtf=0.0)
+            progress.start()
+
+            def tick(k, n, wall):
+                progress.update(task, completed=k, sim=k * scn.dt,
+                                rtf=(k * scn.dt / wall) if wall > 0 else 0.0)
+        try:
+            signal.signal(signal.SIGTERM, _terminate_like_ctrl_c)
+            result = run(scn, progress=tick if show else None,
+                         progress_every=max(1, min(500, scn.steps // 100 or 1)))
+        except KeyboardInterrupt:
+            if progress:
+                progress.stop()
+            click.echo(f"interrupted: the log {scn.log_path} holds every step up to the stop "
+                       "(status interrupted)", err=True)
+            sys.exit(130)
+        except ControllerError as e:
+            if progress:
+                progress.stop()
+            click.echo(e.user_traceback(), err=True, nl=False)
+            click.echo(f"error: {e}", err=True)
+            click.echo(f"the log {scn.log_path} is kept, with status error", err=True)
+            sys.exit(1)
+        if progress:
+            progress.update(task, completed=result.steps, sim=result.sim_time,
+                            rtf=result.sim_time / max(result.wall_time, 1e-9))
+            progress.stop()
+        summary = {
+            "status": result.status, "message": result.message, "log": result.log_path,
+            "steps": result.steps, "sim_time": result.sim_time, "wall_time": result.wall_time,
+            "steps_per_second": result.steps / max(result.wall_time, 1e-9),
+            "real_time_factor": result.sim_time / max(result.wall_time, 1e-9),
+            "final_energy": {k: {"kinetic": v[0], "potential": v[1]}
+                             for k, v in result.final_energy.items()},
+            "warnings": result.warnings,
+        }
+        if as_json:
+            click.echo(json.dumps(summary, indent=2))
+        elif not quiet:
+            t = Table(title=f"run {result.status}", title_justify="left", show_header=False)
+            t.add_row("log", result.log_path)
+            t.add_row("simulated", f"{result.sim_time:.6g} s in {result.steps} steps")
+            t.add_row("wall time", f"{result.wall_time:.3f} s")
+            t.add_row("steps per second", f"{summary['steps_per_second']:.0f}")
+            t.add_row("real-time factor", f"{summary['real_time_factor']:.2f}")
+            for name, (ke, pe) in result.final_energy.items():
+                t.add_row(f"{name} energy", f"kinetic {ke + 0.0:.6g} J, potential {pe + 0.0:.6g} J")
+            stderr.print(t)
+            for wmsg in result.warnings:
+                stderr.print(f"[yellow]warning:[/] {wmsg}", markup=True, highlight=False)
+        if result.status == "diverged":
+            click.echo(f"error: {result.message}; the log is kept, with status diverged",
+                       err=True)
+            sys.exit(1)
+
+    go()

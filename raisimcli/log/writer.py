@@ -1,0 +1,221 @@
+"""The HDF5 log of a run (DESIGN.md §5; layout in docs/log.md).
+
+Rows are buffered in memory and written a chunk at a time. The file is written under a temporary
+name in the target folder and renamed when closed, so a killed run never leaves a corrupt file under
+the final name, and an interrupted or diverged run still leaves a readable file that says so.
+Row k describes the step that ended at time[k] = (k + 1) dt: the state at its end and what the step
+applied.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import h5py
+import numpy as np
+
+from raisimcli import __version__
+from raisimcli.errors import LogError
+from raisimcli.physics.step.decomposition import SOURCES
+
+FORMAT = "raisimcli-log"
+FORMAT_VERSION = 1
+STATUSES = ("running", "complete", "diverged", "interrupted", "error")
+_STR = h5py.string_dtype()
+
+
+@dataclass
+class Channel:
+    """One logged dataset: `path` in the file, `width` entries per row (0: a scalar per row),
+    `read()` returns the row; `names` labels the columns; `units` is an attribute."""
+
+    path: str
+    width: int
+    read: Callable[[], np.ndarray | float]
+    units: str
+    dtype: type = np.float64
+    names: str | None = None  # path of the dataset holding the column names
+
+
+def _units_of_coordinates(model) -> list[str]:
+    out = []
+    for j in model.moving_joints:
+        if j.type == "floating":
+            out += ["m", "m", "m", "1", "1", "1", "1"]
+        elif j.type == "spherical":
+            out += ["1"] * 4
+        else:
+            out.append("m" if j.type == "prismatic" else "rad")
+    return out
+
+
+def _units_of_dofs(model, linear: str, angular: str) -> list[str]:
+    out = []
+    for j in model.moving_joints:
+        if j.type == "floating":
+            out += [linear] * 3 + [angular] * 3
+        elif j.type == "spherical":
+            out += [angular] * 3
+        else:
+            out.append(linear if j.type == "prismatic" else angular)
+    return out
+
+
+class LogWriter:
+    def __init__(self, path: str, *, scenario_text: str, scenario_sha256: str, config_json: str,
+                 dt: float, decimation: int, compression: str, chunk_rows: int = 1024):
+        self.path = os.path.abspath(path)
+        folder = os.path.dirname(self.path)
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as e:
+            raise LogError(f"cannot create the log folder {folder}: {e.strerror}") from None
+        self.tmp_path = f"{self.path}.tmp-{os.getpid()}"
+        try:
+            self.f = h5py.File(self.tmp_path, "w", track_order=True)
+        except OSError as e:
+            raise LogError(f"cannot write the log {self.tmp_path}: {e}") from None
+        self.dt = dt
+        self.decimation = decimation
+        self.chunk_rows = chunk_rows
+        self.compression = None if compression == "none" else compression
+        f = self.f
+        f.attrs["format"] = FORMAT
+        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["tool_version"] = __version__
+        f.attrs["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        f.attrs["status"] = "running"
+        f.attrs["message"] = ""
+        f.attrs["scenario_sha256"] = scenario_sha256
+        f.attrs["dt"] = dt
+        f.attrs["decimation"] = decimation
+        meta = f.create_group("meta")
+        meta.create_dataset("scenario", data=scenario_text, dtype=_STR)
+        meta.create_dataset("config", data=config_json, dtype=_STR)
+        self.channels: list[Channel] = []
+        self.rows = 0
+        self._buffers: list[np.ndarray] = []
+        self._fill = 0
+        self._time = np.empty(chunk_rows)
+        self.time_ds = f.create_dataset("time", shape=(0,), maxshape=(None,), dtype=np.float64,
+                                        chunks=(chunk_rows,), track_times=False)
+        self.time_ds.attrs["units"] = "s"
+        self.time_ds.make_scale("time")
+        self.closed = False
+
+    # --- layout ---------------------------------------------------------------------------------
+    def add_robot(self, name: str, system, signals: list[str]) -> None:
+        """Declare the datasets of one robot (`system`: an ArticulatedSystem)."""
+        m = system.model
+        g = self.f.create_group(f"robots/{name}")
+        g.attrs["model_name"] = m.name
+        g.attrs["urdf_path"] = m.path
+        g.attrs["urdf_sha256"] = hashlib.sha256(m.urdf_text.encode()).hexdigest()
+        g.attrs["base"] = m.base
+        g.create_dataset("urdf", data=m.urdf_text, dtype=_STR)
+        g.create_dataset("coordinate_names", data=list(m.coordinate_names), dtype=_STR)
+        g.create_dataset("dof_names", data=list(m.dof_names), dtype=_STR)
+        g.create_dataset("coordinate_units", data=_units_of_coordinates(m), dtype=_STR)
+        g.create_dataset("force_units", data=_units_of_dofs(m, "N", "N m"), dtype=_STR)
+        g.create_dataset("initial_q", data=system.q.copy())
+        g.create_dataset("initial_u", data=system.u.copy())
+        p = f"robots/{name}"
+        nq, nv = m.nq, m.nv
+        ch = self.channels
+        if "state" in signals:
+            ch.append(Channel(f"{p}/q", nq, lambda: system.q,
+                              "per coordinate: see coordinate_units", names=f"{p}/coordinate_names"))
+            ch.append(Channel(f"{p}/u", nv, lambda: system.u,
+                              "per DoF: m/s or rad/s (world frame for a floating base)",
+                              names=f"{p}/dof_names"))
+        if "energy" in signals:
+            ch.append(Channel(f"{p}/energy/kinetic", 0, system.get_kinetic_energy, "J"))
+            ch.append(Channel(f"{p}/energy/potential", 0, system.get_potential_energy, "J"))
+        if "torque" in signals:
+            for source in SOURCES + ("total",):
+                ch.append(Channel(f"{p}/torque/{source}", nv,
+                                  (lambda s=source: system.torque[s]),
+                                  "per DoF: see force_units", names=f"{p}/dof_names"))
+        if "generalized_force" in signals:
+            ch.append(Channel(f"{p}/generalized_force", nv, system.get_generalized_force,
+                              "per DoF: see force_units", names=f"{p}/dof_names"))
+        if "actuators" in signals and m.actuators:
+            g.create_dataset("actuator_names", data=[a.name for a in m.actuators], dtype=_STR)
+            n = len(m.actuators)
+            for field_, units in (("motor_speed", "rad/s"), ("tau_min", "N m"),
+                                  ("tau_max", "N m"), ("commanded", "N m"), ("applied", "N m")):
+                ch.append(Channel(f"{p}/actuators/{field_}", n,
+                                  (lambda fl=field_: getattr(system.actuator_state, fl)),
+                                  f"{units} (motor side)", names=f"{p}/actuator_names"))
+        if "solver" in signals:
+            ch.append(Channel(f"{p}/solver/iterations", 0, lambda: system.solver_iterations,
+                              "1", dtype=np.int32))
+
+    def start(self) -> None:
+        """Create the datasets declared so far; no more channels after this."""
+        kw = {"compression": self.compression} if self.compression else {}
+        for c in self.channels:
+            shape = (0,) if c.width == 0 else (0, c.width)
+            maxshape = (None,) if c.width == 0 else (None, c.width)
+            chunks = (self.chunk_rows,) if c.width == 0 else (self.chunk_rows, max(c.width, 1))
+            ds = self.f.create_dataset(c.path, shape=shape, maxshape=maxshape, dtype=c.dtype,
+                                       chunks=chunks, track_times=False, **kw)
+            ds.attrs["units"] = c.units
+            if c.names:
+                ds.attrs["names"] = c.names  # path of the dataset naming the columns
+            ds.dims[0].attach_scale(self.time_ds)
+            ds.dims[0].label = "time"
+            self._buffers.append(np.empty((self.chunk_rows,) if c.width == 0 else
+                                          (self.chunk_rows, c.width), dtype=c.dtype))
+
+    # --- rows -----------------------------------------------------------------------------------
+    def append(self, step_index: int) -> None:
+        """Log the step that ended at (step_index + 1) dt, if the decimation keeps it."""
+        if (step_index + 1) % self.decimation:
+            return
+        i = self._fill
+        self._time[i] = (step_index + 1) * self.dt
+        for c, buf in zip(self.channels, self._buffers):
+            buf[i] = c.read()
+        self._fill += 1
+        if self._fill == self.chunk_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        n = self._fill
+        if n == 0:
+            return
+        r0 = self.rows
+        self.time_ds.resize((r0 + n,))
+        self.time_ds[r0:] = self._time[:n]
+        for c, buf in zip(self.channels, self._buffers):
+            ds = self.f[c.path]
+            ds.resize((r0 + n,) + ds.shape[1:])
+            ds[r0:r0 + n] = buf[:n]
+        self.rows += n
+        self._fill = 0
+
+    def close(self, status: str, message: str = "") -> str:
+        """Flush, write the status last, close and rename to the final name. Returns the path."""
+        if self.closed:
+            return self.path
+        assert status in STATUSES
+        self.flush()
+        self.f.attrs["message"] = message
+        self.f.attrs["rows"] = self.rows
+        self.f.attrs["status"] = status
+        self.f.close()
+        os.replace(self.tmp_path, self.path)
+        self.closed = True
+        return self.path
+
+    def abandon(self) -> None:
+        """Close and delete the temporary file (a run that never started)."""
+        if not self.closed:
+            self.f.close()
+            os.remove(self.tmp_path)
+            self.closed = True

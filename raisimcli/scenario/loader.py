@@ -1,0 +1,352 @@
+"""Scenario file -> a resolved scenario: validated, URDFs loaded, every per-joint value a vector.
+
+Every error is a :class:`ScenarioError` naming the scenario file, the key path (e.g.
+`robot[0].pd.kp`) and what was expected versus what was found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pydantic
+
+from raisimcli.errors import ModelError, ScenarioError
+from raisimcli.model import RobotModel, load_urdf
+from raisimcli.scenario import schema as S
+from raisimcli.scenario.schedules import compile_schedule
+
+
+@dataclass
+class ResolvedLoad:
+    link: str
+    vector: np.ndarray
+    point: np.ndarray | None
+    is_torque: bool
+    start: float
+    stop: float
+
+
+@dataclass
+class ResolvedRobot:
+    """One robot of a scenario, with every per-joint value resolved to our layout."""
+
+    name: str
+    model: RobotModel
+    q0: np.ndarray
+    u0: np.ndarray
+    scheme: str
+    control_mode: str | None
+    kp: np.ndarray | None
+    kd: np.ndarray | None
+    targets: list = field(default_factory=list)           # (q index, f(t))
+    velocity_targets: list = field(default_factory=list)  # (u index, f(t))
+    feedforward: list = field(default_factory=list)       # (u index, f(t))
+    actuator_torques: list = field(default_factory=list)  # (actuator index, f(t))
+    bus_voltage: dict = field(default_factory=dict)       # actuator name (None: all) -> V
+    operating_region: bool = True
+    damping: dict = field(default_factory=dict)           # u index -> b
+    springs: list = field(default_factory=list)           # (joint, stiffness, rest)
+    loads: list = field(default_factory=list)
+    controller: Callable | None = None
+    controller_name: str | None = None
+    inverse_dynamics: bool = False
+
+
+@dataclass
+class ResolvedScenario:
+    path: str
+    text: str
+    sha256: str
+    spec: S.Scenario
+    robots: list[ResolvedRobot]
+    steps: int
+    log_path: str
+
+    @property
+    def dt(self) -> float:
+        return self.spec.world.dt
+
+    def config_json(self) -> str:
+        """The resolved configuration (after --set and --duration), as JSON. The log's own path is
+        left out, so that the same scenario gives the same log wherever it is written."""
+        d = self.spec.model_dump(mode="json")
+        d["resolved"] = {"steps": self.steps,
+                         "robots": [{"name": r.name, "urdf": r.model.path, "nq": r.model.nq,
+                                     "nv": r.model.nv} for r in self.robots]}
+        return json.dumps(d, indent=2, sort_keys=True)
+
+
+def _loc(loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def format_validation_error(path: str, err: pydantic.ValidationError) -> str:
+    """One line: the scenario file, the key path, what was expected and what was found. Of several
+    errors, an unknown key comes first (usually a typo); then the deepest location, which for a
+    value of several accepted forms is the form the user evidently meant (a schedule table rather
+    than a number)."""
+    errors = err.errors(include_url=False)
+    e = max(errors, key=lambda x: (x["type"] == "extra_forbidden", len(x["loc"]),
+                                   -errors.index(x)))
+    loc = _loc([p for p in e["loc"] if not _is_tag(p)])
+    got = e.get("input")
+    msg = e["msg"]
+    if e["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif e["type"] == "missing":
+        msg = "missing required key"
+    elif msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    text = f"{path}: {loc or '(top level)'}: {msg}"
+    if e["type"] not in ("missing", "extra_forbidden") and not isinstance(got, dict):
+        text += f", got {got!r}"
+    return text
+
+
+def _is_tag(p) -> bool:
+    """pydantic puts union member names (e.g. 'list[float]', 'constant') into locations."""
+    return isinstance(p, str) and (p in ("constant", "step", "ramp", "sine", "piecewise", "csv")
+                                   or "[" in p or p in ("float", "int", "str", "bool")
+                                   or p.startswith("function-") or p.startswith("tagged-union"))
+
+
+def apply_override(data: dict, assignment: str, path: str) -> None:
+    """`--set key.path=value`: value read as a TOML value (a bare word is a string); a numeric
+    path part indexes a list (`robot.0.pd.kp=50`)."""
+    if "=" not in assignment:
+        raise ScenarioError(f"--set {assignment!r}: expected key.path=value")
+    key, raw = assignment.split("=", 1)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    parts = key.strip().split(".")
+    node = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ScenarioError(f"--set {key}: {'.'.join(parts[:i]) or part!r} has "
+                                    f"{len(node)} entries; expected an index below that, got {part!r}")
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
+        else:
+            raise ScenarioError(f"--set {key}: {'.'.join(parts[:i])} is not a table")
+
+
+def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | None = None,
+                  log_path: str | None = None) -> ResolvedScenario:
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: scenario file not found") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{path}: expected a scenario file, got a directory") from None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+    for o in overrides:
+        apply_override(data, o, path)
+    if duration is not None:
+        w = data.setdefault("world", {})
+        w.pop("steps", None)
+        w["duration"] = duration
+    try:
+        spec = S.Scenario.model_validate(data)
+    except pydantic.ValidationError as e:
+        raise ScenarioError(format_validation_error(path, e)) from None
+    base = os.path.dirname(os.path.abspath(path))
+    robots = []
+    for i, r in enumerate(spec.robot):
+        robots.append(_resolve_robot(path, base, i, r, spec))
+    names = [r.name for r in robots]
+    for i, n in enumerate(names):
+        if names.count(n) > 1:
+            raise ScenarioError(f"{path}: robot[{i}].name: robot name {n!r} is used twice; give "
+                                "each robot a unique name")
+    w = spec.world
+    steps = w.steps if w.steps is not None else int(round(w.duration / w.dt))
+    if steps < 1:
+        raise ScenarioError(f"{path}: world.duration: shorter than one step of {w.dt} s")
+    if log_path is None:
+        log_path = spec.log.path or os.path.splitext(os.path.basename(path))[0] + ".h5"
+        if spec.log.path is not None and not os.path.isabs(log_path):
+            log_path = os.path.join(base, log_path)
+    return ResolvedScenario(path=os.path.abspath(path), text=text,
+                            sha256=hashlib.sha256(raw).hexdigest(), spec=spec, robots=robots,
+                            steps=steps, log_path=os.path.abspath(log_path))
+
+
+def _per_joint(value, names: tuple[str, ...], where: str, what: str) -> np.ndarray:
+    """A scalar, a full list or a table by name -> (len(names),)."""
+    n = len(names)
+    if isinstance(value, (int, float)):
+        return np.full(n, float(value))
+    if isinstance(value, list):
+        if len(value) != n:
+            raise ScenarioError(f"{where}: expected {n} numbers (one per {what}: "
+                                f"{', '.join(names)}), got {len(value)}")
+        return np.array(value, dtype=float)
+    out = np.zeros(n)
+    for k, v in value.items():
+        if k not in names:
+            raise ScenarioError(f"{where}.{k}: unknown {what} {k!r}; expected one of "
+                                f"{', '.join(names)}")
+        out[names.index(k)] = v
+    return out
+
+
+def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario) -> ResolvedRobot:
+    where = f"{path}: robot[{i}]"
+    urdf = r.urdf if os.path.isabs(r.urdf) else os.path.join(base, r.urdf)
+    if not os.path.isfile(urdf):
+        raise ScenarioError(f"{where}.urdf: URDF file {r.urdf!r} not found (looked at {urdf})")
+    model = load_urdf(urdf, base=r.base)  # a ModelError names the URDF file and element
+    one_dof = [j for j in model.moving_joints if j.nv == 1]
+    one_names = tuple(j.name for j in one_dof)
+    q0 = model.nominal_config.copy() if model.nominal_config is not None else \
+        model.neutral_configuration()
+    if r.initial.q is not None:
+        if isinstance(r.initial.q, list):
+            if len(r.initial.q) != model.nq:
+                raise ScenarioError(f"{where}.initial.q: expected {model.nq} numbers (q of "
+                                    f"{model.name}: {', '.join(model.coordinate_names)}), got "
+                                    f"{len(r.initial.q)}")
+            q0 = np.array(r.initial.q, dtype=float)
+        else:
+            for k, v in r.initial.q.items():
+                if k not in model.coordinate_names:
+                    raise ScenarioError(f"{where}.initial.q.{k}: unknown coordinate {k!r}; "
+                                        f"expected one of {', '.join(model.coordinate_names)}")
+                q0[model.coordinate_names.index(k)] = v
+    u0 = np.zeros(model.nv)
+    if r.initial.u is not None:
+        u0 = _per_joint(r.initial.u, model.dof_names, f"{where}.initial.u", "DoF")
+    out = ResolvedRobot(name=r.name or model.name, model=model, q0=q0, u0=u0,
+                        scheme=r.integration_scheme or spec.world.integration_scheme,
+                        control_mode=r.control_mode, kp=None, kd=None,
+                        inverse_dynamics=r.inverse_dynamics)
+    if r.pd is not None:
+        out.kp = _per_joint(r.pd.kp, model.dof_names, f"{where}.pd.kp", "DoF")
+        out.kd = _per_joint(r.pd.kd, model.dof_names, f"{where}.pd.kd", "DoF")
+        for label, table, dest, index in (
+                ("target", r.pd.target, out.targets, lambda j: j.q_slice.start),
+                ("velocity_target", r.pd.velocity_target, out.velocity_targets,
+                 lambda j: j.u_slice.start)):
+            for k, sched in table.items():
+                if k not in one_names:
+                    raise ScenarioError(f"{where}.pd.{label}.{k}: unknown joint {k!r}; expected "
+                                        f"one of the 1-DoF joints {', '.join(one_names)}")
+                f, _ = compile_schedule(sched, base, f"{where}.pd.{label}.{k}")
+                dest.append((index(one_dof[one_names.index(k)]), f))
+    for k, sched in r.feedforward.items():
+        if k not in model.dof_names:
+            raise ScenarioError(f"{where}.feedforward.{k}: unknown DoF {k!r}; expected one of "
+                                f"{', '.join(model.dof_names)}")
+        f, _ = compile_schedule(sched, base, f"{where}.feedforward.{k}")
+        out.feedforward.append((model.dof_names.index(k), f))
+    act_names = tuple(a.name for a in model.actuators)
+    for k, sched in r.actuators.torque.items():
+        if k not in act_names:
+            raise ScenarioError(f"{where}.actuators.torque.{k}: unknown actuator {k!r}; expected "
+                                f"one of {', '.join(act_names) or '(this robot has none)'}")
+        f, _ = compile_schedule(sched, base, f"{where}.actuators.torque.{k}")
+        out.actuator_torques.append((act_names.index(k), f))
+    bv = r.actuators.bus_voltage
+    if bv is not None:
+        if not act_names:
+            raise ScenarioError(f"{where}.actuators.bus_voltage: this robot has no actuators")
+        if isinstance(bv, dict):
+            for k, v in bv.items():
+                if k not in act_names:
+                    raise ScenarioError(f"{where}.actuators.bus_voltage.{k}: unknown actuator "
+                                        f"{k!r}; expected one of {', '.join(act_names)}")
+                if v < 0:
+                    raise ScenarioError(f"{where}.actuators.bus_voltage.{k}: expected >= 0, "
+                                        f"got {v}")
+                out.bus_voltage[k] = v
+        else:
+            if bv < 0:
+                raise ScenarioError(f"{where}.actuators.bus_voltage: expected >= 0, got {bv}")
+            out.bus_voltage[None] = bv
+    out.operating_region = r.actuators.operating_region
+    for k, b in r.damping.items():
+        j = next((j for j in model.moving_joints if j.name == k), None)
+        if j is None or j.type == "floating":
+            raise ScenarioError(f"{where}.damping.{k}: unknown joint {k!r}; expected one of "
+                                f"{', '.join(j.name for j in model.moving_joints if j.type != 'floating')}")
+        for idx in range(j.u_slice.start, j.u_slice.stop):
+            out.damping[idx] = b
+    for n, sp in enumerate(r.spring):
+        j = next((j for j in model.moving_joints if j.name == sp.joint), None)
+        if j is None or j.type not in ("revolute", "continuous", "prismatic", "spherical"):
+            raise ScenarioError(f"{where}.spring[{n}].joint: expected a revolute, prismatic or "
+                                f"spherical joint of {model.name}, got {sp.joint!r}")
+        rest = np.atleast_1d(np.array(sp.rest, dtype=float))
+        if rest.size != j.nq:
+            raise ScenarioError(f"{where}.spring[{n}].rest: expected {j.nq} number"
+                                f"{'s' if j.nq > 1 else ''} for {j.type} joint {j.name!r}, got "
+                                f"{rest.size}")
+        out.springs.append((sp.joint, sp.stiffness, rest))
+    links = tuple(link.name for link in model.links)
+    for n, ld in enumerate(r.external):
+        if ld.link not in links:
+            raise ScenarioError(f"{where}.external[{n}].link: unknown link {ld.link!r}; expected "
+                                f"one of {', '.join(links)}")
+        if model.link(ld.link).body == 0:
+            raise ScenarioError(f"{where}.external[{n}].link: link {ld.link!r} is welded to the "
+                                "world; a load on it does nothing")
+        out.loads.append(ResolvedLoad(
+            link=ld.link, vector=np.array(ld.force if ld.force is not None else ld.torque),
+            point=None if ld.point is None else np.array(ld.point), is_torque=ld.torque is not None,
+            start=ld.start, stop=np.inf if ld.stop is None else ld.stop))
+    if r.controller is not None:
+        out.controller, out.controller_name = _load_controller(r.controller, base,
+                                                               f"{where}.controller")
+    return out
+
+
+def _load_controller(spec: str, base: str, where: str):
+    file, func = spec.rsplit(":", 1)
+    fpath = file if os.path.isabs(file) else os.path.join(base, file)
+    if not os.path.isfile(fpath):
+        raise ScenarioError(f"{where}: controller file {file!r} not found (looked at {fpath})")
+    name = f"raisimcli_controller_{hashlib.sha1(fpath.encode()).hexdigest()[:12]}"
+    mod_spec = importlib.util.spec_from_file_location(name, fpath)
+    module = importlib.util.module_from_spec(mod_spec)
+    try:
+        mod_spec.loader.exec_module(module)
+    except Exception as e:  # the user's code: report it as their error, with their traceback
+        from raisimcli.errors import ControllerError
+        raise ControllerError(f"{where}: importing {fpath} raised {type(e).__name__}: {e}",
+                              exc=e, file=fpath) from None
+    fn = getattr(module, func, None)
+    if not callable(fn):
+        raise ScenarioError(f"{where}: {file!r} has no function {func!r}")
+    sys.modules.setdefault(name, module)
+    return fn, spec

@@ -1,0 +1,172 @@
+"""The run loop of `raisimcli run`: a World built from a resolved scenario, stepped like a RaiSim
+control loop (schedules, integrate1, controllers, integrate2), logged row by row."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from raisimcli.errors import ControllerError
+from raisimcli.log.writer import LogWriter
+from raisimcli.physics import World
+from raisimcli.physics.articulated_system import ArticulatedSystem
+from raisimcli.scenario.loader import ResolvedRobot, ResolvedScenario
+
+DIVERGENCE_LIMIT = 1e8  # |q| or |u| beyond this is an exploding state
+
+
+@dataclass
+class RunResult:
+    status: str                 # complete | diverged | interrupted | error
+    steps: int                  # steps taken
+    dt: float                   # s
+    wall_time: float            # s
+    log_path: str
+    message: str = ""
+    final_energy: dict = field(default_factory=dict)   # robot -> (kinetic, potential)
+    warnings: list = field(default_factory=list)
+
+    @property
+    def sim_time(self) -> float:
+        return self.dt * self.steps
+
+
+class _RobotDriver:
+    """Applies one robot's scenario commands before each step."""
+
+    def __init__(self, spec: ResolvedRobot, system: ArticulatedSystem):
+        self.spec, self.system = spec, system
+        s = system
+        s.set_state(spec.q0, spec.u0)
+        s.set_integration_scheme(spec.scheme)
+        if spec.kp is not None:
+            s.set_pd_gains(spec.kp, spec.kd)
+            s.set_pd_target(s.q, np.zeros(s.nv))
+        if spec.control_mode is not None:
+            s.set_control_mode(spec.control_mode)
+        if spec.damping:
+            b = s.b_joint.copy()
+            for i, v in spec.damping.items():
+                b[i] = v
+            s.set_joint_damping(b)
+        for joint, k, rest in spec.springs:
+            s.add_spring(joint, k, rest)
+        for name, v in spec.bus_voltage.items():
+            s.set_bus_voltage(v, name)
+        s.set_motor_operating_region_enforced(spec.operating_region)
+        self.q_ref = s.q_ref.copy()
+        self.u_ref = s.u_ref.copy()
+        self.tau_ff = np.zeros(s.nv)
+        self.tau_a = np.zeros(len(s.model.actuators))
+        self.has_targets = bool(spec.targets or spec.velocity_targets)
+
+    def apply(self, t: float) -> None:
+        s, spec = self.system, self.spec
+        if self.has_targets:
+            for i, f in spec.targets:
+                self.q_ref[i] = f(t)
+            for i, f in spec.velocity_targets:
+                self.u_ref[i] = f(t)
+            s.set_pd_target(self.q_ref, self.u_ref)
+        if spec.feedforward:
+            for i, f in spec.feedforward:
+                self.tau_ff[i] = f(t)
+            s.set_generalized_force(self.tau_ff)
+        if spec.actuator_torques:
+            for i, f in spec.actuator_torques:
+                self.tau_a[i] = f(t)
+            s.set_actuator_torques(self.tau_a)
+        for ld in spec.loads:
+            if ld.start <= t < ld.stop:
+                if ld.is_torque:
+                    s.set_external_torque(ld.link, ld.vector)
+                else:
+                    s.set_external_force(ld.link, ld.vector, ld.point)
+
+
+def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
+    w = World(scn.dt, scn.spec.world.gravity)
+    drivers = []
+    for r in scn.robots:
+        system = w.add_articulated_system(r.model, name=r.name)
+        drivers.append(_RobotDriver(r, system))
+    return w, drivers
+
+
+def _diverged(drivers, t) -> str | None:
+    for d in drivers:
+        s = d.system
+        for label, v, names in (("q", s.q, s.coordinate_names), ("u", s.u, s.dof_names)):
+            bad = ~np.isfinite(v) | (np.abs(v) > DIVERGENCE_LIMIT)
+            if bad.any():
+                i = int(np.argmax(bad))
+                return (f"robot {s.name!r} diverged at t = {t:.6g} s: {label}[{names[i]}] = "
+                        f"{v[i]!r}")
+    return None
+
+
+def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | None = None,
+        progress_every: int = 200) -> RunResult:
+    """Run a resolved scenario and write its log. `progress(step, steps, wall)` is called every
+    `progress_every` steps. A KeyboardInterrupt closes the log as `interrupted` and is re-raised
+    after; a controller exception closes it as `error` and raises ControllerError."""
+    w, drivers = build_world(scn)
+    spec = scn.spec
+    writer = LogWriter(scn.log_path, scenario_text=scn.text, scenario_sha256=scn.sha256,
+                       config_json=scn.config_json(), dt=scn.dt,
+                       decimation=spec.log.decimation, compression=spec.log.compression)
+    for d in drivers:
+        writer.add_robot(d.system.name, d.system, list(spec.log.signals))
+    writer.start()
+    warnings = [f"{d.system.name}: {m}" for d in drivers for m in d.system.model.warnings]
+    controllers = [(d, d.spec.controller) for d in drivers if d.spec.controller is not None]
+    dt = scn.dt
+    t0 = time.perf_counter()
+    k = 0
+    status, message = "complete", ""
+    try:
+        for k in range(scn.steps):
+            t = k * dt
+            for d in drivers:
+                d.apply(t)
+            w.integrate1()
+            for d, fn in controllers:
+                try:
+                    fn(t, d.system)
+                except Exception as e:
+                    raise ControllerError(
+                        f"the controller {d.spec.controller_name} of robot {d.system.name!r} "
+                        f"raised {type(e).__name__} at t = {t:.6g} s: {e}", exc=e,
+                        file=fn.__code__.co_filename) from None
+            w.integrate2()
+            msg = _diverged(drivers, t + dt)
+            if msg is not None:
+                writer.append(k)
+                status, message = "diverged", msg
+                k += 1
+                break
+            writer.append(k)
+            if progress is not None and (k + 1) % progress_every == 0:
+                progress(k + 1, scn.steps, time.perf_counter() - t0)
+        else:
+            k = scn.steps
+    except KeyboardInterrupt:
+        writer.close("interrupted", f"interrupted by the user at t = {k * dt:.6g} s")
+        raise
+    except ControllerError as e:
+        writer.close("error", str(e))
+        raise
+    except BaseException as e:
+        writer.close("error", f"{type(e).__name__}: {e}")
+        raise
+    wall = time.perf_counter() - t0
+    writer.close(status, message)
+    result = RunResult(status=status, steps=k, dt=dt, wall_time=wall, log_path=writer.path,
+                       message=message, warnings=warnings)
+    for d in drivers:
+        s = d.system
+        result.final_energy[s.name] = (s.get_kinetic_energy(), s.get_potential_energy())
+    return result

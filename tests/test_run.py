@@ -1,0 +1,281 @@
+"""`raisimcli run`: the log's layout read with plain h5py, determinism, interruption, divergence,
+custom controllers against the built-in PD (the spec's implicit terms), and the reader API."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROBOTS, SCENARIOS, assert_close
+from raisimcli.cli.main import cli
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def write(tmp_path, text, name="s.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+QUAD = f"""schema_version = 1
+[world]
+dt = 0.001
+steps = {{steps}}
+gravity = [0.0, 0.0, -9.81]
+[[robot]]
+name = "dog"
+urdf = "{ROBOTS}/quadruped.urdf"
+[robot.initial]
+q = {{{{ "root.z" = 0.6, LF_HFE = 0.5 }}}}
+u = {{{{ LF_KFE = 2.0 }}}}
+[robot.pd]
+kp = 60.0
+kd = 1.5
+[robot.pd.target]
+RF_HFE = {{{{ type = "sine", amplitude = 0.4, frequency = 2.0 }}}}
+[robot.actuators.torque]
+LF_KFE_belt_drive = 3.0
+"""
+
+
+def test_plain_h5py_layout(tmp_path):
+    out = tmp_path / "log.h5"
+    r = run("run", write(tmp_path, QUAD.format(steps=50)), "-q", "-o", out)
+    assert r.exit_code == 0, r.output
+    with h5py.File(out, "r") as f:
+        assert f.attrs["format"] == "raisimcli-log" and f.attrs["format_version"] == 1
+        assert f.attrs["status"] == "complete" and f.attrs["rows"] == 50
+        assert len(f.attrs["scenario_sha256"]) == 64 and "tool_version" in f.attrs
+        t = f["time"][()]
+        assert_close(t, 0.001 * np.arange(1, 51), rtol=1e-15, atol=0)
+        assert f["time"].attrs["units"] == "s"
+        assert f["time"].attrs["CLASS"] == b"DIMENSION_SCALE"
+        g = f["robots/dog"]
+        names = [n.decode() for n in g["coordinate_names"][()]]
+        assert names[:3] == ["root.x", "root.y", "root.z"] and len(names) == 19
+        dofs = [n.decode() for n in g["dof_names"][()]]
+        assert g["q"].shape == (50, 19) and g["u"].shape == (50, 18)
+        for source in ("feedforward_pd", "damping", "actuators", "springs", "external",
+                       "joint_friction", "joint_limits", "total"):
+            ds = g[f"torque/{source}"]
+            assert ds.shape == (50, 18)
+            assert ds.dims[0][0] == f["time"]         # the time axis is attached as a scale
+            assert ds.attrs["names"] == "robots/dog/dof_names"
+        assert [u.decode() for u in g["force_units"][()]][:6] == ["N"] * 3 + ["N m"] * 3
+        assert g["energy/kinetic"].attrs["units"] == "J"
+        assert g["actuators/applied"].shape == (50, 12)
+        assert g.attrs["urdf_sha256"] and "quadruped" in g["urdf"][()].decode()
+        assert "[world]" in f["meta/scenario"][()].decode()
+        # total is the sum of the rows, as the spec's table says
+        total = sum(g[f"torque/{s}"][()] for s in ("feedforward_pd", "damping", "actuators",
+                                                   "springs", "external", "joint_friction",
+                                                   "joint_limits"))
+        assert_close(g["torque/total"][()], total, rtol=1e-13, atol=1e-12)
+        assert dofs[dofs.index("LF_KFE")] == "LF_KFE"
+
+
+def test_same_scenario_gives_bit_identical_logs(tmp_path):
+    p = write(tmp_path, QUAD.format(steps=300))
+    for out in ("a.h5", "b.h5"):
+        assert run("run", p, "-q", "-o", tmp_path / out).exit_code == 0
+    with h5py.File(tmp_path / "a.h5") as a, h5py.File(tmp_path / "b.h5") as b:
+        paths = []
+        a.visititems(lambda n, o: paths.append(n) if isinstance(o, h5py.Dataset) else None)
+        assert len(paths) > 20
+        for n in paths:
+            if a[n].dtype.kind == "O":  # strings
+                assert np.array_equal(a[n][()], b[n][()]), n
+            else:
+                assert a[n][()].tobytes() == b[n][()].tobytes(), n
+        for k in a.attrs:
+            if k != "created":
+                assert np.array_equal(a.attrs[k], b.attrs[k]), k
+
+
+def _spawn(args, cwd):
+    env = dict(os.environ)
+    return subprocess.Popen([sys.executable, "-m", "raisimcli", *map(str, args)], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def _wait_for_rows(tmp_glob_dir, timeout=60):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if any(p.name.startswith("long.h5.tmp") for p in tmp_glob_dir.iterdir()):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigint_leaves_readable_interrupted_log(tmp_path):
+    p = write(tmp_path, QUAD.format(steps=10_000_000).replace("[robot.pd]", "[log]\ndecimation = 1\n[robot.pd]", 0))
+    out = tmp_path / "long.h5"
+    proc = _spawn(["run", p, "-q", "-o", out], tmp_path)
+    assert _wait_for_rows(tmp_path)
+    time.sleep(2.5)  # past the first 1024-row chunk
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    assert b"Traceback" not in err
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "interrupted"
+        n = f.attrs["rows"]
+        assert n > 0 and f["time"].shape == (n,)
+        # every step up to the stop: no gap in the time axis
+        assert_close(f["time"][()], 0.001 * np.arange(1, n + 1), rtol=1e-12, atol=0)
+        assert f["robots/dog/q"].shape == (n, 19)
+    assert not [x for x in tmp_path.iterdir() if ".tmp-" in x.name]
+
+
+def test_sigkill_leaves_no_corrupt_file_under_the_final_name(tmp_path):
+    p = write(tmp_path, QUAD.format(steps=10_000_000))
+    out = tmp_path / "long.h5"
+    out.write_bytes(b"previous content")  # what was there before is not corrupted either
+    proc = _spawn(["run", p, "-q", "-o", out], tmp_path)
+    assert _wait_for_rows(tmp_path)
+    time.sleep(1.0)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert out.read_bytes() == b"previous content"
+
+
+CONTROLLER_PD = """
+import numpy as np
+KP, KD = {kp}, {kd}
+
+def control(t, robot):
+    q, u = robot.get_state()
+    robot.set_generalized_force(KP * ({target} - q) - KD * u)
+"""
+
+
+def _wheel(tmp_path, body):
+    (tmp_path / "wheel.urdf").write_text(
+        '<robot name="wheel"><link name="world"/><link name="disc"><inertial><mass value="2"/>'
+        '<inertia ixx="1" iyy="1" izz="0.5" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        '<joint name="spin" type="continuous"><parent link="world"/><child link="disc"/>'
+        '<axis xyz="0 0 1"/></joint></robot>')
+    return write(tmp_path, f"""schema_version = 1
+[world]
+dt = 0.01
+steps = {{steps}}
+[[robot]]
+urdf = "wheel.urdf"
+{body}
+""", name=f"s{abs(hash(body)) % 10000}.toml")
+
+
+def test_custom_controller_pd_matches_builtin_up_to_the_implicit_terms(tmp_path):
+    kp, kd, target, dt = 40.0, 3.0, 1.0, 0.01
+    (tmp_path / "ctrl.py").write_text(CONTROLLER_PD.format(kp=kp, kd=kd, target=target))
+    hand = _wheel(tmp_path, 'controller = "ctrl.py:control"')
+    builtin = _wheel(tmp_path, f"[robot.pd]\nkp = {kp}\nkd = {kd}\n[robot.pd.target]\nspin = {target}")
+    from raisimcli.log import open_log
+    # one step from the same state: the applied PD torques differ by -(kd/2 + dt/4 kp) du,
+    # the spec's implicit part
+    for name, p in (("hand", hand), ("builtin", builtin)):
+        p.write_text(p.read_text().replace("{steps}", "1"))
+        assert run("run", p, "-q", "-o", tmp_path / f"{name}1.h5").exit_code == 0
+    with open_log(tmp_path / "hand1.h5") as a, open_log(tmp_path / "builtin1.h5") as b:
+        ra, rb = a.robot("wheel"), b.robot("wheel")
+        tau_hand = ra.signal("torque/feedforward_pd").data[0, 0]
+        tau_builtin = rb.signal("torque/feedforward_pd").data[0, 0]
+        du = rb.signal("u").data[0, 0]  # from rest
+        assert tau_hand == pytest.approx(kp * target, rel=1e-14)
+        assert tau_builtin - tau_hand == pytest.approx(-(kd / 2 + dt / 4 * kp) * du, rel=1e-12)
+        # and the velocities follow: I du = dt tau
+        assert du == pytest.approx(dt * tau_builtin / 0.5, rel=1e-12)
+    # over a run, both settle on the target; the explicit one differs by O(dt)
+    for name, p in (("hand", hand), ("builtin", builtin)):
+        p.write_text(p.read_text().replace("steps = 1\n", "steps = 400\n"))
+        assert run("run", p, "-q", "-o", tmp_path / f"{name}.h5").exit_code == 0
+    with open_log(tmp_path / "hand.h5") as a, open_log(tmp_path / "builtin.h5") as b:
+        qa = a.robot("wheel").signal("q").data[:, 0]
+        qb = b.robot("wheel").signal("q").data[:, 0]
+        assert abs(qa[-1] - target) < 1e-3 and abs(qb[-1] - target) < 1e-3
+        assert 1e-4 < np.abs(qa - qb).max() < 0.2
+
+
+def test_controller_exception_shows_user_traceback_and_keeps_log(tmp_path):
+    (tmp_path / "bad.py").write_text("def helper(x):\n    return 1 / x\n\n"
+                                     "def control(t, robot):\n    if t > 0.05:\n"
+                                     "        helper(0)\n")
+    p = _wheel(tmp_path, 'controller = "bad.py:control"')
+    p.write_text(p.read_text().replace("{steps}", "100"))
+    out = tmp_path / "log.h5"
+    r = run("run", p, "-q", "-o", out)
+    assert r.exit_code == 1
+    assert "bad.py" in r.output and "ZeroDivisionError" in r.output and "helper(0)" in r.output
+    assert "raisimcli/" not in r.output  # only the user's frames
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "error" and "ZeroDivisionError" in f.attrs["message"]
+        assert f.attrs["rows"] >= 5
+
+
+def test_divergence_stops_with_status_and_message(tmp_path):
+    (tmp_path / "wild.py").write_text(CONTROLLER_PD.format(kp=1e7, kd=0.0, target=1.0))
+    p = _wheel(tmp_path, 'controller = "wild.py:control"')
+    p.write_text(p.read_text().replace("{steps}", "10000"))
+    out = tmp_path / "log.h5"
+    r = run("run", p, "-q", "-o", out)
+    assert r.exit_code == 1
+    assert "robot 'wheel' diverged at t = " in r.output and "[spin]" in r.output
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "diverged"
+        assert f.attrs["rows"] < 10000
+
+
+def test_overrides_and_duration(tmp_path):
+    p = write(tmp_path, QUAD.format(steps=10))
+    out = tmp_path / "o.h5"
+    r = run("run", p, "-q", "-o", out, "--duration", "0.02", "--set", "world.dt=0.002",
+            "--set", "robot.0.pd.kp=10")
+    assert r.exit_code == 0, r.output
+    with h5py.File(out) as f:
+        assert f.attrs["rows"] == 10 and f.attrs["dt"] == 0.002
+        import json
+        cfg = json.loads(f["meta/config"][()].decode())
+        assert cfg["robot"][0]["pd"]["kp"] == 10 and cfg["world"]["duration"] == 0.02
+
+
+def test_json_summary(tmp_path):
+    import json
+    r = CliRunner().invoke(cli, ["run", str(write(tmp_path, QUAD.format(steps=20))), "--json",
+                                 "-o", str(tmp_path / "o.h5")])
+    assert r.exit_code == 0
+    s = json.loads(r.stdout)
+    assert s["status"] == "complete" and s["steps"] == 20 and s["real_time_factor"] > 0
+
+
+def test_open_log_api(tmp_path):
+    from raisimcli.log import open_log
+    out = tmp_path / "o.h5"
+    assert run("run", write(tmp_path, QUAD.format(steps=30)), "-q", "-o", out).exit_code == 0
+    with open_log(out) as log:
+        assert log.status == "complete" and log.robot_names == ["dog"]
+        dog = log.robot("dog")
+        q = dog.signal("q")
+        assert q.data.shape == (30, 19) and q.names[7] == "LF_HAA"
+        tau = dog.signal("torque/actuators")
+        assert tau.column("LF_KFE").shape == (30,)
+        assert "torque/total" in dog.signals()
+    from raisimcli.errors import LogError
+    with pytest.raises(LogError, match="not a raisimcli log"):
+        h5py.File(tmp_path / "other.h5", "w").close()
+        open_log(tmp_path / "other.h5")
+
+
+@pytest.mark.parametrize("scenario", sorted(f for f in os.listdir(SCENARIOS) if f.endswith(".toml")))
+def test_every_shipped_scenario_runs(tmp_path, scenario):
+    r = run("run", os.path.join(SCENARIOS, scenario), "-q", "-o", tmp_path / "o.h5",
+            "--duration", "0.05")
+    assert r.exit_code == 0, r.output
