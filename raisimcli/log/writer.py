@@ -5,6 +5,9 @@ name in the target folder and renamed when closed, so a killed run never leaves 
 the final name, and an interrupted or diverged run still leaves a readable file that says so.
 Row k describes the step that ended at time[k] = (k + 1) dt: the state at its end and what the step
 applied.
+
+Appending a row only keeps references to the step's result arrays (the step makes new ones every
+time, it never writes into the old); a chunk is stacked and written at once.
 """
 
 from __future__ import annotations
@@ -98,9 +101,8 @@ class LogWriter:
         meta.create_dataset("config", data=config_json, dtype=_STR)
         self.channels: list[Channel] = []
         self.rows = 0
-        self._buffers: list[np.ndarray] = []
+        self._pending: list[list] = []     # per channel, the rows not yet written
         self._fill = 0
-        self._time = np.empty(chunk_rows)
         self.time_ds = f.create_dataset("time", shape=(0,), maxshape=(None,), dtype=np.float64,
                                         chunks=(chunk_rows,), track_times=False)
         self.time_ds.attrs["units"] = "s"
@@ -157,7 +159,8 @@ class LogWriter:
 
     def start(self) -> None:
         """Create the datasets declared so far; no more channels after this."""
-        kw = {"compression": self.compression} if self.compression else {}
+        kw = {"compression": self.compression, "shuffle": True} if self.compression else {}
+        self._datasets: list[h5py.Dataset] = []
         for c in self.channels:
             shape = (0,) if c.width == 0 else (0, c.width)
             maxshape = (None,) if c.width == 0 else (None, c.width)
@@ -169,18 +172,19 @@ class LogWriter:
                 ds.attrs["names"] = c.names  # path of the dataset naming the columns
             ds.dims[0].attach_scale(self.time_ds)
             ds.dims[0].label = "time"
-            self._buffers.append(np.empty((self.chunk_rows,) if c.width == 0 else
-                                          (self.chunk_rows, c.width), dtype=c.dtype))
+            self._pending.append([])
+            self._datasets.append(ds)
+        self._reads = [c.read for c in self.channels]
+        self._step_indices: list[int] = []
 
     # --- rows -----------------------------------------------------------------------------------
     def append(self, step_index: int) -> None:
         """Log the step that ended at (step_index + 1) dt, if the decimation keeps it."""
         if (step_index + 1) % self.decimation:
             return
-        i = self._fill
-        self._time[i] = (step_index + 1) * self.dt
-        for c, buf in zip(self.channels, self._buffers):
-            buf[i] = c.read()
+        self._step_indices.append(step_index + 1)
+        for read, rows in zip(self._reads, self._pending):
+            rows.append(read())
         self._fill += 1
         if self._fill == self.chunk_rows:
             self.flush()
@@ -191,11 +195,12 @@ class LogWriter:
             return
         r0 = self.rows
         self.time_ds.resize((r0 + n,))
-        self.time_ds[r0:] = self._time[:n]
-        for c, buf in zip(self.channels, self._buffers):
-            ds = self.f[c.path]
+        self.time_ds[r0:] = np.array(self._step_indices, dtype=np.float64) * self.dt  # t = k dt
+        for c, rows, ds in zip(self.channels, self._pending, self._datasets):
             ds.resize((r0 + n,) + ds.shape[1:])
-            ds[r0:r0 + n] = buf[:n]
+            ds[r0:r0 + n] = np.asarray(rows, dtype=c.dtype)
+            rows.clear()
+        self._step_indices.clear()
         self.rows += n
         self._fill = 0
 

@@ -72,6 +72,7 @@ class ArticulatedSystem:
                 self._floating_u[j.u_slice] = True
         self._lower = np.tril_indices(nv, -1)
         self._pin_gravity = None  # the gravity last given to the Pinocchio model
+        self._total_mass = pin.computeTotalMass(self._pm)
         self._u_of = {j.name: j.u_slice for j in model.moving_joints}
         self._q_of = {j.name: j.q_slice for j in model.moving_joints}
 
@@ -85,6 +86,8 @@ class ArticulatedSystem:
 
         # commands and parameters (spec steps 1-3)
         self.control_mode = FORCE_AND_TORQUE
+        self._zero_gains = np.zeros(nv)
+        self._zero_gains.setflags(write=False)
         self.kp = np.zeros(nv)
         self.kd = np.zeros(nv)
         self.q_ref = self.q.copy()
@@ -266,8 +269,10 @@ class ArticulatedSystem:
 
     def get_center_of_mass(self) -> np.ndarray:
         """World position (3,) of the centre of mass of the moving bodies."""
-        q_pin = self._kinematics()[0]
-        return pin.centerOfMass(self._pm, self._data, q_pin, False).copy()
+        if "com" not in self._cache:
+            q_pin = self._pin_state()[0]
+            self._cache["com"] = pin.centerOfMass(self._pm, self._data, q_pin, False).copy()
+        return self._cache["com"]
 
     def get_linear_momentum(self) -> np.ndarray:
         """(3,) world frame, kg m/s: sum of m v_com over the moving bodies."""
@@ -330,8 +335,11 @@ class ArticulatedSystem:
     def get_potential_energy(self, gravity=None) -> float:
         """Sum of -m g . p_com over the moving bodies (m g z for gravity (0, 0, -g))."""
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
-        com = self.get_center_of_mass()
-        return -float(pin.computeTotalMass(self._pm) * g @ com)
+        key = ("V", g[0], g[1], g[2])
+        if key not in self._cache:
+            com = self.get_center_of_mass()
+            self._cache[key] = -float(self._total_mass * (g @ com))
+        return self._cache[key]
 
     def get_generalized_momentum(self) -> np.ndarray:
         """M u (nv,)."""
@@ -395,10 +403,12 @@ class ArticulatedSystem:
         """Bus voltage (V) of one actuator, or of all."""
         if volts < 0 or not np.isfinite(volts):
             raise StateError(f"{self.name}: bus voltage must be finite and >= 0, got {volts}")
+        v = self.transmission.bus_voltage.copy()
         if actuator is None:
-            self.transmission.bus_voltage[:] = volts
+            v[:] = volts
         else:
-            self.transmission.bus_voltage[self._actuator_index(actuator)] = volts
+            v[self._actuator_index(actuator)] = volts
+        self.transmission.set_bus_voltage(v)
 
     def get_actuator_states(self) -> ActuatorState:
         """Motor speeds, operating-region bounds, commanded and applied motor torques, as used by
@@ -486,8 +496,7 @@ class ArticulatedSystem:
     def _gains(self) -> tuple[np.ndarray, np.ndarray]:
         if self.control_mode == PD_PLUS_FEEDFORWARD_TORQUE:
             return self.kp, self.kd
-        zero = np.zeros(self.nv)
-        return zero, zero
+        return self._zero_gains, self._zero_gains
 
     def _implicit_diagonal(self, dt: float) -> np.ndarray:
         """w, updated only when dt, the control mode, the gains, the damping or the springs

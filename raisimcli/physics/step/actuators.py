@@ -54,13 +54,14 @@ class Transmission:
             peak=np.array([x.peak_torque for x in m]),
             output_damping=out_b, output_friction=out_f)
 
-    @property
-    def stall(self) -> np.ndarray:
-        return self.torque_constant * self.bus_voltage / self.resistance
+    def __post_init__(self):
+        self.back_emf = self.torque_constant / (self.resistance * self.velocity_constant)
+        self.set_bus_voltage(self.bus_voltage)
 
-    @property
-    def back_emf(self) -> np.ndarray:
-        return self.torque_constant / (self.resistance * self.velocity_constant)
+    def set_bus_voltage(self, volts: np.ndarray) -> None:
+        """Bus voltages (n_act,), and the stall torques they give."""
+        self.bus_voltage = np.array(volts, dtype=float)
+        self.stall = self.torque_constant * self.bus_voltage / self.resistance
 
 
 @dataclass
@@ -85,9 +86,11 @@ def actuator_torques(tr: Transmission, tau_a: np.ndarray, u: np.ndarray,
         tau_m = clamp(tau_a / G, tau_m,min, tau_m,max)     (tau_a / G without the region)
     """
     w_m = tr.T @ u
-    stall, b, peak = tr.stall, tr.back_emf, tr.peak
-    lo = np.clip(-stall - b * w_m, -peak, peak)
-    hi = np.clip(stall - b * w_m, -peak, peak)
+    stall, peak = tr.stall, tr.peak
+    emf = tr.back_emf * w_m
+    # np.minimum(np.maximum()) rather than np.clip: the same, several times faster on small arrays
+    lo = np.minimum(np.maximum(-stall - emf, -peak), peak)
+    hi = np.minimum(np.maximum(stall - emf, -peak), peak)
     commanded = tau_a / tr.gear
     applied = np.minimum(np.maximum(commanded, lo), hi) if enforce_region else commanded
     return tr.T.T @ applied, ActuatorState(w_m, lo, hi, commanded, applied)
