@@ -33,11 +33,11 @@ _STR = h5py.string_dtype()
 
 @dataclass
 class Channel:
-    """One logged dataset: `path` in the file, `width` entries per row (0: a scalar per row),
-    `read()` returns the row; `names` labels the columns; `units` is an attribute."""
+    """One logged dataset: `path` in the file, `shape` of one row (() for a scalar), `read()`
+    returns the row; `names` labels the columns; `units` is an attribute."""
 
     path: str
-    width: int
+    shape: tuple
     read: Callable[[], np.ndarray | float]
     units: str
     dtype: type = np.float64
@@ -129,32 +129,47 @@ class LogWriter:
         nq, nv = m.nq, m.nv
         ch = self.channels
         if "state" in signals:
-            ch.append(Channel(f"{p}/q", nq, lambda: system.q,
+            ch.append(Channel(f"{p}/q", (nq,), lambda: system.q,
                               "per coordinate: see coordinate_units", names=f"{p}/coordinate_names"))
-            ch.append(Channel(f"{p}/u", nv, lambda: system.u,
+            ch.append(Channel(f"{p}/u", (nv,), lambda: system.u,
                               "per DoF: m/s or rad/s (world frame for a floating base)",
                               names=f"{p}/dof_names"))
         if "energy" in signals:
-            ch.append(Channel(f"{p}/energy/kinetic", 0, system.get_kinetic_energy, "J"))
-            ch.append(Channel(f"{p}/energy/potential", 0, system.get_potential_energy, "J"))
+            ch.append(Channel(f"{p}/energy/kinetic", (), system.get_kinetic_energy, "J"))
+            ch.append(Channel(f"{p}/energy/potential", (), system.get_potential_energy, "J"))
         if "torque" in signals:
             for source in SOURCES + ("total",):
-                ch.append(Channel(f"{p}/torque/{source}", nv,
+                ch.append(Channel(f"{p}/torque/{source}", (nv,),
                                   (lambda s=source: system.torque[s]),
                                   "per DoF: see force_units", names=f"{p}/dof_names"))
         if "generalized_force" in signals:
-            ch.append(Channel(f"{p}/generalized_force", nv, system.get_generalized_force,
+            ch.append(Channel(f"{p}/generalized_force", (nv,), system.get_generalized_force,
                               "per DoF: see force_units", names=f"{p}/dof_names"))
         if "actuators" in signals and m.actuators:
             g.create_dataset("actuator_names", data=[a.name for a in m.actuators], dtype=_STR)
             n = len(m.actuators)
             for field_, units in (("motor_speed", "rad/s"), ("tau_min", "N m"),
                                   ("tau_max", "N m"), ("commanded", "N m"), ("applied", "N m")):
-                ch.append(Channel(f"{p}/actuators/{field_}", n,
+                ch.append(Channel(f"{p}/actuators/{field_}", (n,),
                                   (lambda fl=field_: getattr(system.actuator_state, fl)),
                                   f"{units} (motor side)", names=f"{p}/actuator_names"))
+        if "inverse_dynamics" in signals:
+            g.create_dataset("joint_names", data=[j.name for j in m.joints], dtype=_STR)
+            nj = len(m.joints)
+            ch.append(Channel(f"{p}/inverse_dynamics/force_world", (nj, 3),
+                              lambda: system.joint_wrenches.force,
+                              "N, world frame: parent on child through the joint",
+                              names=f"{p}/joint_names"))
+            ch.append(Channel(f"{p}/inverse_dynamics/torque_world", (nj, 3),
+                              lambda: system.joint_wrenches.torque,
+                              "N m, world frame, about the joint's position at the step's start",
+                              names=f"{p}/joint_names"))
+            ch.append(Channel(f"{p}/inverse_dynamics/actuation", (nj,),
+                              lambda: system.joint_wrenches.actuation,
+                              "N m or N along the joint axis (NaN: not a 1-DoF joint)",
+                              names=f"{p}/joint_names"))
         if "solver" in signals:
-            ch.append(Channel(f"{p}/solver/iterations", 0, lambda: system.solver_iterations,
+            ch.append(Channel(f"{p}/solver/iterations", (), lambda: system.solver_iterations,
                               "1", dtype=np.int32))
 
     def start(self) -> None:
@@ -162,9 +177,9 @@ class LogWriter:
         kw = {"compression": self.compression, "shuffle": True} if self.compression else {}
         self._datasets: list[h5py.Dataset] = []
         for c in self.channels:
-            shape = (0,) if c.width == 0 else (0, c.width)
-            maxshape = (None,) if c.width == 0 else (None, c.width)
-            chunks = (self.chunk_rows,) if c.width == 0 else (self.chunk_rows, max(c.width, 1))
+            shape = (0,) + c.shape
+            maxshape = (None,) + c.shape
+            chunks = (self.chunk_rows,) + tuple(max(n, 1) for n in c.shape)
             ds = self.f.create_dataset(c.path, shape=shape, maxshape=maxshape, dtype=c.dtype,
                                        chunks=chunks, track_times=False, **kw)
             ds.attrs["units"] = c.units

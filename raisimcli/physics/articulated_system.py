@@ -15,7 +15,7 @@ import pinocchio as pin
 
 from raisimcli.errors import StateError
 from raisimcli.model import RobotModel, build_pinocchio_model
-from raisimcli.physics.conventions import Conventions, quat_to_matrix
+from raisimcli.physics.conventions import Conventions, cross, quat_to_matrix
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.command import clamped_command, pd_torque
 from raisimcli.physics.step.decomposition import torque_table
@@ -113,6 +113,9 @@ class ArticulatedSystem:
         self.solver_max_iterations = DEFAULT_MAX_ITERATIONS
         self.solver_tolerance = DEFAULT_TOLERANCE
         self.had_contact = False  # set by the contact solver; spec step 6 replacement rule
+        self.compute_inverse_dynamics = False
+        self.joint_wrenches = None  # JointWrenches of the last step, when computed
+        self._idyn = None
 
         # the implicit diagonal w, recomputed only when its inputs change (Integration Steps 1, 7)
         self._w = None
@@ -311,9 +314,7 @@ class ArticulatedSystem:
         key = ("h", g[0], g[1], g[2])
         if key not in self._cache:
             q_pin, u_pin, T = self._pin_state()
-            if key[1:] != self._pin_gravity:
-                self._pm.gravity = pin.Motion(g, np.zeros(3))
-                self._pin_gravity = key[1:]
+            self._sync_gravity(g)
             h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
             if T is None:
                 h = h_pin.copy()
@@ -323,6 +324,13 @@ class ArticulatedSystem:
                 h = T @ (h_pin + self._cache["M_pin"] @ c)
             self._cache[key] = h
         return self._cache[key]
+
+    def _sync_gravity(self, g: np.ndarray) -> None:
+        """Give the Pinocchio model the gravity g (only when it changed)."""
+        key = (g[0], g[1], g[2])
+        if key != self._pin_gravity:
+            self._pm.gravity = pin.Motion(np.asarray(g, dtype=float), np.zeros(3))
+            self._pin_gravity = key
 
     def get_inverse_mass_matrix(self) -> np.ndarray:
         """M^-1 (nv, nv)."""
@@ -510,19 +518,33 @@ class ArticulatedSystem:
             self._w_key = key
         return self._w
 
+    def _load_point_world(self, load, data) -> tuple[int, np.ndarray]:
+        """(body, world point) where a load acts: its point (link frame) or the body's COM."""
+        body = self._body_of(load.link)
+        if load.point is None:
+            return body, data.oMi[body].act(self._pm.inertias[body].lever)
+        return body, data.oMf[self._frame(load.link)].act(load.point)
+
+    def _load_as_local_force(self, load, data) -> tuple[int, pin.Force]:
+        """(body, the load as a spatial force in the body's frame, about its origin)."""
+        body = self._body_of(load.link)
+        R = data.oMi[body].rotation
+        if load.is_torque:
+            return body, pin.Force(np.zeros(3), R.T @ load.vector)
+        _, p = self._load_point_world(load, data)
+        r_local = R.T @ (p - data.oMi[body].translation)
+        F_local = R.T @ load.vector
+        return body, pin.Force(F_local, cross(r_local, F_local))
+
     def _external_generalized_force(self) -> np.ndarray:
         """J^T F_ext (nv,) of the loads set for this step."""
         tau = np.zeros(self.nv)
         if self._loads:
             self._kinematics()
         for load in self._loads:
-            body = self._body_of(load.link)
-            if load.point is None:
-                p = self._data.oMi[body].act(self._pm.inertias[body].lever) if not load.is_torque \
-                    else self._data.oMi[body].translation
-            else:
-                oMf = self._data.oMf[self._frame(load.link)]
-                p = oMf.act(load.point)
+            body, p = self._load_point_world(load, self._data)
+            if load.is_torque:
+                p = self._data.oMi[body].translation
             J_lin, J_rot = self._jacobians_at(body, p)
             tau += (J_rot if load.is_torque else J_lin).T @ load.vector
         return tau
@@ -607,6 +629,8 @@ class ArticulatedSystem:
                                  s["b"], s["tau_act"], self.k_s, s["spring_err"], s["tau_ext"],
                                  impulse_by_source)
 
+        if self.compute_inverse_dynamics:
+            self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt, self._loads)
         self.torque = table
         self.actuator_state = s["act_state"]
         self._pd_error = s["q_err"]
@@ -650,6 +674,43 @@ class ArticulatedSystem:
         table["total"] = sum(table[k] for k in table if k != "total")
         self.actuator_state = s["act_state"]
         return q_next, u_next, table
+
+    # ============================================================================================
+    # inverse dynamics (spec: "Inverse Dynamics")
+    # ============================================================================================
+    def set_compute_inverse_dynamics(self, flag: bool) -> None:
+        """Compute the joint wrenches after every step (costs one RNEA per step)."""
+        self.compute_inverse_dynamics = bool(flag)
+        if flag and self._idyn is None:
+            from raisimcli.physics.inverse_dynamics import InverseDynamics
+            self._idyn_data = self._pm.createData()
+            self._idyn = InverseDynamics(self)
+
+    def _joint_index(self, joint: str) -> int:
+        for k, j in enumerate(self.model.joints):
+            if j.name == joint:
+                return k
+        raise StateError(f"{self.name}: no joint named {joint!r}")
+
+    def _wrenches(self):
+        if self.joint_wrenches is None:
+            raise StateError(f"{self.name}: no inverse dynamics yet: call "
+                             "set_compute_inverse_dynamics(True) and step")
+        return self.joint_wrenches
+
+    def get_force_at_joint_in_world_frame(self, joint: str) -> np.ndarray:
+        """(3,) N: the force the parent body transmits to the child through `joint` in the last
+        step, world frame."""
+        return self._wrenches().force[self._joint_index(joint)].copy()
+
+    def get_torque_at_joint_in_world_frame(self, joint: str) -> np.ndarray:
+        """(3,) N m: the torque the parent transmits to the child through `joint` in the last
+        step, world frame, about the joint's position at the step's start."""
+        return self._wrenches().torque[self._joint_index(joint)].copy()
+
+    def get_joint_actuation(self, joint: str) -> float:
+        """axis . torque (revolute) or axis . force (prismatic) at `joint` in the last step."""
+        return float(self._wrenches().actuation[self._joint_index(joint)])
 
     def get_generalized_force(self) -> np.ndarray:
         """tau_cmd + tau_act at the current state: the PD term with the position error of the last

@@ -119,7 +119,11 @@ def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | Non
                        config_json=scn.config_json(), dt=scn.dt,
                        decimation=spec.log.decimation, compression=spec.log.compression)
     for d in drivers:
-        writer.add_robot(d.system.name, d.system, list(spec.log.signals))
+        signals = list(spec.log.signals)
+        if d.spec.inverse_dynamics:
+            d.system.set_compute_inverse_dynamics(True)
+            signals.append("inverse_dynamics")
+        writer.add_robot(d.system.name, d.system, signals)
     writer.start()
     warnings = [f"{d.system.name}: {m}" for d in drivers for m in d.system.model.warnings]
     controllers = [(d, d.spec.controller) for d in drivers if d.spec.controller is not None]

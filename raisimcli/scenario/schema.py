@@ -166,7 +166,7 @@ class Robot(Strict):
     external: list[Load] = []
     spring: list[SpringSpec] = []
     damping: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = {}
-    inverse_dynamics: bool = False
+    inverse_dynamics: bool = False  # compute and log the joint wrenches every step
 
     @field_validator("controller")
     @classmethod

@@ -1,0 +1,245 @@
+"""Inverse dynamics: joint wrenches against the step's generalized forces, statics by hand,
+Newton-Euler on every body from finite differences, free flight, fixed joints."""
+
+import numpy as np
+import pytest
+
+from conftest import assert_close, robot
+from raisimcli.model import load_urdf, load_urdf_string
+from raisimcli.physics import World
+
+G = np.array([0.0, 0.0, -9.81])
+
+
+def quadruped(rotor=True, dt=0.001):
+    text = open(robot("quadruped.urdf")).read()
+    if not rotor:
+        text = text.replace(' rotor_inertia="0.01"', "")
+    w = World(dt)
+    r = w.add_articulated_system(load_urdf_string(text, path=robot("quadruped.urdf")))
+    r.set_compute_inverse_dynamics(True)
+    return w, r
+
+
+def _stir(r, rng):
+    q = r.get_generalized_coordinate()
+    q[2] = 1.0
+    q[7:] = rng.uniform(-0.5, 0.5, 12)
+    q[r.model.joint("LF_KFE").q_slice] = -1.0
+    r.set_state(q, rng.normal(size=r.nv))
+    r.set_pd_gains(np.full(r.nv, 50.0), np.full(r.nv, 1.0))
+    r.set_actuator_torques(rng.uniform(-5, 5, 12))
+
+
+def test_axis_torque_equals_the_applied_generalized_force_free_fall():
+    w, r = quadruped(rotor=False)
+    rng = np.random.default_rng(0)
+    _stir(r, rng)
+    r.set_external_force("base", [5.0, 0.0, 20.0], point=[0.1, 0.1, 0.0])
+    for _ in range(3):
+        w.integrate()
+        limited = r.torque["joint_limits"] != 0
+        for j in r.model.moving_joints:
+            if j.nv == 1 and not limited[j.u_slice].any():
+                assert r.get_joint_actuation(j.name) == pytest.approx(
+                    r.torque["total"][j.u_slice.start], rel=1e-8, abs=1e-8), j.name
+
+
+def test_axis_torque_equals_the_applied_generalized_force_arm_under_pd():
+    text = open(robot("arm7.urdf")).read().replace(' rotor_inertia="0.05"', "").replace(
+        ' rotor_inertia="0.01"', "")
+    w = World(0.001)
+    r = w.add_articulated_system(load_urdf_string(text, path=robot("arm7.urdf")))
+    r.set_compute_inverse_dynamics(True)
+    r.set_state(np.array([0.3, 0.5, -0.2, -1.0, 0.4, 0.5, 0.1]), np.zeros(7))
+    r.set_pd_gains(np.full(7, 300.0), np.full(7, 20.0))
+    r.set_pd_target(np.zeros(7), np.zeros(7))
+    for _ in range(50):
+        w.integrate()
+        for j in r.model.moving_joints:
+            assert r.get_joint_actuation(j.name) == pytest.approx(
+                r.torque["total"][j.u_slice.start], rel=1e-8, abs=1e-8)
+
+
+def test_rotor_inertia_sits_on_the_parent_side():
+    w, r = quadruped(rotor=True)
+    _stir(r, np.random.default_rng(1))
+    u0 = r.get_generalized_velocity()
+    w.integrate()
+    a = (r.u - u0) / w.dt
+    for j in r.model.moving_joints:
+        if j.nv != 1 or r.torque["joint_limits"][j.u_slice.start] != 0:
+            continue
+        i = j.u_slice.start
+        assert abs(a[i]) > 1.0  # the joint accelerates: the difference is visible
+        assert r.get_joint_actuation(j.name) == pytest.approx(
+            r.torque["total"][i] - 0.01 * a[i], rel=1e-8, abs=1e-8)
+
+
+def _arm_held_still():
+    w = World(0.001)
+    r = w.add_articulated_system(load_urdf(robot("arm7.urdf")))
+    r.set_compute_inverse_dynamics(True)
+    q = np.array([0.4, 0.6, -0.3, -1.2, 0.5, 0.8, 0.2])
+    r.set_state(q, np.zeros(7))
+    r.set_generalized_force(r.get_nonlinearities())  # gravity compensation: no acceleration
+    w.integrate()
+    assert np.abs(r.u).max() < 1e-12
+    return r, q
+
+
+def test_statics_by_hand_on_the_arm():
+    r, q = _arm_held_still()
+    r_ref = World(0.001).add_articulated_system(r.model)
+    r_ref.set_state(q, np.zeros(7))
+    m = r.model
+    children = {}
+    for j in m.joints:
+        children.setdefault(j.parent, []).append(j.child)
+
+    def beyond(link):
+        out, stack = [], [link]
+        while stack:
+            name = stack.pop()
+            out.append(name)
+            stack += children.get(name, [])
+        return out
+
+    for j in m.joints:
+        if j.parent == "world":
+            continue
+        p = r_ref.get_frame_position(j.child)  # the joint's position (child frame origin)
+        F = np.zeros(3)
+        tau = np.zeros(3)
+        for name in beyond(j.child):
+            link = m.link(name)
+            if link.inertial is None:
+                continue
+            c = r_ref.get_frame_position(name) + r_ref.get_frame_orientation(name) @ link.inertial.com
+            weight = link.inertial.mass * G
+            F -= weight
+            tau -= np.cross(c - p, weight)
+        assert_close(r.get_force_at_joint_in_world_frame(j.name), F, rtol=1e-9, atol=1e-9,
+                     what=j.name)
+        assert_close(r.get_torque_at_joint_in_world_frame(j.name), tau, rtol=1e-9, atol=1e-9,
+                     what=j.name)
+
+
+def test_fixed_joint_carries_what_its_merged_links_need():
+    r, q = _arm_held_still()
+    tool = r.model.link("tool")
+    ref = World(0.001).add_articulated_system(r.model)
+    ref.set_state(q, np.zeros(7))
+    c = ref.get_frame_position("tool") + ref.get_frame_orientation("tool") @ tool.inertial.com
+    p = ref.get_frame_position("tool")
+    weight = tool.inertial.mass * G
+    assert_close(r.get_force_at_joint_in_world_frame("flange"), -weight, rtol=1e-12, atol=1e-12)
+    assert_close(r.get_torque_at_joint_in_world_frame("flange"), -np.cross(c - p, weight),
+                 rtol=1e-9, atol=1e-12)
+    # and the base's fixed mount to the world carries the whole arm
+    total = sum(link.inertial.mass for link in r.model.links if link.inertial is not None)
+    assert_close(r.get_force_at_joint_in_world_frame("base_mount"), -total * G, rtol=1e-9)
+
+
+def test_free_floating_root_carries_no_wrench():
+    w, r = quadruped()
+    _stir(r, np.random.default_rng(2))
+    for _ in range(5):
+        w.integrate()
+        assert np.abs(r.get_force_at_joint_in_world_frame("root")).max() < 1e-9
+        assert np.abs(r.get_torque_at_joint_in_world_frame("root")).max() < 1e-9
+
+
+def test_newton_euler_on_every_body_from_finite_differences():
+    """Each body: parent-joint wrench - child-joint wrenches + gravity + external loads = rate of
+    change of its momentum (linear, and angular about its COM), the rates taken by finite
+    differences of the body's velocity over the step (dt = 1e-7 keeps their error below 1e-6)."""
+    dt = 1e-7
+    w, r = quadruped(dt=dt)
+    rng = np.random.default_rng(3)
+    _stir(r, rng)
+    F_ext = np.array([3.0, -2.0, 15.0])
+    r.set_external_force("LF_thigh", F_ext, point=[0.0, 0.02, -0.1])
+    m = r.model
+    links = {link.name: link for link in m.links}
+
+    def bodies_state(sys):
+        """per body: mass, COM (world), linear momentum, angular momentum about the COM"""
+        out = {}
+        for b, names in enumerate(m.bodies):
+            if b == 0:
+                continue
+            mass, mc = 0.0, np.zeros(3)
+            parts = []
+            for name in names:
+                ine = links[name].inertial
+                if ine is None:
+                    continue
+                R = sys.get_frame_orientation(name)
+                c = sys.get_frame_position(name) + R @ ine.com
+                v, wv = sys.get_frame_velocity(name)
+                vc = v + np.cross(wv, R @ ine.com)
+                parts.append((ine.mass, c, vc, R @ ine.inertia @ R.T, wv))
+                mass += ine.mass
+                mc += ine.mass * c
+            com = mc / mass
+            P = sum(mi * vi for mi, _, vi, _, _ in parts)
+            L = sum(Ii @ wi + mi * np.cross(ci - com, vi) for mi, ci, vi, Ii, wi in parts)
+            out[b] = (mass, com, P, L)
+        return out
+
+    before = bodies_state(r)
+    point_world = r.get_frame_position("LF_thigh") + r.get_frame_orientation("LF_thigh") @ np.array([0.0, 0.02, -0.1])
+    joint_pos = {j.name: r.get_frame_position(j.child) for j in m.joints}
+    w.integrate()
+    after = bodies_state(r)
+    parent_joint = {links[j.child].body: j for j in m.joints if j.type != "fixed"}
+    for b, (mass, com, P0, L0) in before.items():
+        dP = (after[b][2] - P0) / dt
+        dL = (after[b][3] - L0) / dt
+        j = parent_joint[b]
+        F = r.get_force_at_joint_in_world_frame(j.name)
+        T = r.get_torque_at_joint_in_world_frame(j.name) + np.cross(joint_pos[j.name] - com, F)
+        for c in m.joints:
+            if c.type != "fixed" and c.parent in m.bodies[b]:
+                Fc = r.get_force_at_joint_in_world_frame(c.name)
+                F = F - Fc
+                T = T - r.get_torque_at_joint_in_world_frame(c.name) - np.cross(
+                    joint_pos[c.name] - com, Fc)
+        F = F + mass * G
+        if "LF_thigh" in m.bodies[b]:
+            F = F + F_ext
+            T = T + np.cross(point_world - com, F_ext)
+        assert_close(F, dP, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(dP).max()), what=f"force {b}")
+        assert_close(T, dL, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(dL).max()), what=f"torque {b}")
+
+
+def test_inverse_dynamics_requires_the_switch():
+    from raisimcli.errors import StateError
+    w = World(0.001)
+    r = w.add_articulated_system(load_urdf(robot("pendulum.urdf")))
+    w.integrate()
+    with pytest.raises(StateError, match="set_compute_inverse_dynamics"):
+        r.get_force_at_joint_in_world_frame("hinge")
+
+
+def test_logged_with_the_scenario_switch(tmp_path):
+    import h5py
+    from click.testing import CliRunner
+    from conftest import SCENARIOS
+    from raisimcli.cli.main import cli
+    out = tmp_path / "o.h5"
+    r = CliRunner().invoke(cli, ["run", f"{SCENARIOS}/quadruped_pd.toml", "-q", "-o", str(out),
+                                 "--duration", "0.2"])
+    assert r.exit_code == 0, r.output
+    with h5py.File(out) as f:
+        g = f["robots/quadruped"]
+        names = [n.decode() for n in g["joint_names"][()]]
+        assert names[0] == "root" and "LF_foot_joint" in names and len(names) == 17
+        F = g["inverse_dynamics/force_world"][()]
+        T = g["inverse_dynamics/torque_world"][()]
+        A = g["inverse_dynamics/actuation"][()]
+        assert F.shape == (200, 17, 3) and T.shape == (200, 17, 3) and A.shape == (200, 17)
+        assert np.abs(F[:, 0]).max() < 1e-9 and np.abs(T[:, 0]).max() < 1e-9  # zero gravity
+        assert np.isnan(A[:, 0]).all() and np.isnan(A[:, names.index("LF_foot_joint")]).all()
+        assert g["inverse_dynamics/force_world"].dims[0][0] == f["time"]
