@@ -9,8 +9,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from raisimcli.model import build_pinocchio_model, load_urdf
-from raisimcli.model.summary import summarize
 
 
 def _fmt(x, unit: str = "") -> str:
@@ -114,6 +112,8 @@ def inspect_command(urdf: str, base: str | None, as_json: bool, quiet: bool) -> 
     """Show what the simulator makes of a URDF: tree, joints, limits, dynamics, actuators, loop
     constraints, coordinate layout, masses and the problems found."""
     from raisimcli.cli.main import report_errors, stderr
+    from raisimcli.model import build_pinocchio_model, load_urdf  # heavy: load on use
+    from raisimcli.model.summary import summarize
 
     @report_errors
     def go():

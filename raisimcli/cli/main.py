@@ -38,11 +38,13 @@ def cli():
     torque by source, and check logs against golden ones in CI."""
 
 
+from raisimcli.cli import compare as _compare  # noqa: E402
 from raisimcli.cli import inspect as _inspect  # noqa: E402
 from raisimcli.cli import run as _run  # noqa: E402
 
-cli.add_command(_inspect.inspect_command)
 cli.add_command(_run.run_command)
+cli.add_command(_inspect.inspect_command)
+cli.add_command(_compare.compare_command)
 
 
 def main() -> None:

@@ -12,7 +12,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from raisimcli.errors import ControllerError
-from raisimcli.scenario import load_scenario, run
 
 
 def _terminate_like_ctrl_c(signum, frame):
@@ -37,6 +36,7 @@ def run_command(scenario, output, duration, overrides, as_json, quiet):
     Exit codes: 0 complete; 1 diverged or a controller raised; 2 bad input; 130 interrupted
     (the log is kept, with status `interrupted`)."""
     from raisimcli.cli.main import report_errors, stderr
+    from raisimcli.scenario import load_scenario, run  # heavy (Pinocchio, numba): load on use
 
     @report_errors
     def go():

@@ -78,9 +78,10 @@ class ResolvedScenario:
         """The resolved configuration (after --set and --duration), as JSON. The log's own path is
         left out, so that the same scenario gives the same log wherever it is written."""
         d = self.spec.model_dump(mode="json")
-        d["resolved"] = {"steps": self.steps,
-                         "robots": [{"name": r.name, "urdf": r.model.path, "nq": r.model.nq,
-                                     "nv": r.model.nv} for r in self.robots]}
+        base = os.path.dirname(self.path)
+        d["resolved"] = {"steps": self.steps,  # paths relative to the scenario: portable
+                         "robots": [{"name": r.name, "urdf": os.path.relpath(r.model.path, base),
+                                     "nq": r.model.nq, "nv": r.model.nv} for r in self.robots]}
         return json.dumps(d, indent=2, sort_keys=True)
 
 

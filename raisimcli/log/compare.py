@@ -1,0 +1,327 @@
+"""Comparing two logs, for CI: structure first, then values with per-dataset tolerances.
+
+A value passes when |new - golden| <= atol + rtol |golden| (the golden file is the reference);
+NaN equals NaN. Datasets are read in blocks of rows, so memory stays bounded whatever the size.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+
+from raisimcli.errors import LogError, ScenarioError
+from raisimcli.log.reader import FORMAT, FORMAT_VERSION
+
+DEFAULT_RTOL = 1e-9
+DEFAULT_ATOL = 1e-12
+BLOCK_BYTES = 4 * 1024 * 1024  # per block of rows read from each file
+# metadata that legitimately differs between two runs of the same scenario
+IGNORED_ATTRIBUTES = ("/:created", "/:tool_version", "/robots/*:urdf_path")
+
+
+@dataclass
+class Tolerance:
+    rtol: float
+    atol: float
+    pattern: str | None = None  # the rule that chose it
+
+
+@dataclass
+class DatasetResult:
+    path: str
+    status: str                  # pass | fail | missing | extra | structure
+    reason: str = ""
+    compared: int = 0
+    failing: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    where: str = ""              # time and column of the worst entry
+    tolerance: Tolerance | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass
+class Comparison:
+    golden: str
+    new: str
+    results: list[DatasetResult] = field(default_factory=list)
+    attributes: list[str] = field(default_factory=list)    # differing attributes
+    ignored: list[str] = field(default_factory=list)       # differing but ignored
+
+    @property
+    def ok(self) -> bool:
+        return not self.attributes and all(r.ok for r in self.results)
+
+    @property
+    def failures(self) -> list[DatasetResult]:
+        return [r for r in self.results if not r.ok]
+
+
+def load_tolerances(path: str) -> list[tuple[str, Tolerance]]:
+    """`"glob" = { rtol = ..., atol = ... }` lines of a TOML file, in file order (the first
+    matching pattern wins)."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: tolerance file not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+    out = []
+    for pattern, spec in data.items():
+        if not isinstance(spec, dict) or not set(spec) <= {"rtol", "atol"} or not spec:
+            raise ScenarioError(f"{path}: {pattern}: expected {{ rtol = number, atol = number }}, "
+                                f"got {spec!r}")
+        for k, v in spec.items():
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0:
+                raise ScenarioError(f"{path}: {pattern}.{k}: expected a number >= 0, got {v!r}")
+        out.append((pattern.lstrip("/"), Tolerance(float(spec.get("rtol", DEFAULT_RTOL)),
+                                                   float(spec.get("atol", DEFAULT_ATOL)),
+                                                   pattern)))
+    return out
+
+
+def _open(path: str) -> h5py.File:
+    try:
+        f = h5py.File(path, "r")
+    except FileNotFoundError:
+        raise LogError(f"{path}: log file not found") from None
+    except OSError as e:
+        raise LogError(f"{path}: not a readable HDF5 file ({_short(e)})") from None
+    fmt = f.attrs.get("format")
+    if isinstance(fmt, bytes):
+        fmt = fmt.decode()
+    if fmt != FORMAT:
+        f.close()
+        raise LogError(f"{path}: not a raisimcli log (attribute format is {fmt!r}, expected "
+                       f"{FORMAT!r})")
+    try:
+        version = int(f.attrs.get("format_version", -1))
+    except (TypeError, ValueError):
+        version = -1
+    if version > FORMAT_VERSION:
+        f.close()
+        raise LogError(f"{path}: log format version {version} is newer than this raisimcli reads "
+                       f"({FORMAT_VERSION}); upgrade raisimcli")
+    return f
+
+
+def _short(e: Exception) -> str:
+    return str(e).split("(")[0].strip() or type(e).__name__
+
+
+def _datasets(f: h5py.File, path: str) -> dict[str, h5py.Dataset]:
+    out = {}
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            out[name] = obj
+
+    try:
+        f.visititems(visit)
+    except (OSError, RuntimeError, KeyError) as e:
+        raise LogError(f"{path}: the file is damaged ({_short(e)})") from None
+    return out
+
+
+def _attributes(f: h5py.File) -> dict[str, object]:
+    out = {}
+
+    def collect(name, obj):
+        for k, v in obj.attrs.items():
+            if k in ("DIMENSION_LIST", "REFERENCE_LIST", "DIMENSION_LABELS", "CLASS", "NAME"):
+                continue  # the dimension-scale machinery: compared through the structure
+            out[f"/{name}:{k}" if name else f"/:{k}"] = v
+
+    collect("", f)
+    f.visititems(collect)
+    return out
+
+
+def _selected(path: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    """Datasets are selected by their path (`robots/dog/q`), attributes by `object:name`
+    (`:status` on the root, `robots/dog:urdf_sha256`)."""
+    if include and not any(fnmatch.fnmatchcase(path, g.lstrip("/")) for g in include):
+        return False
+    return not any(fnmatch.fnmatchcase(path, g.lstrip("/")) for g in exclude)
+
+
+def _tolerance(path: str, rules, rtol: float, atol: float) -> Tolerance:
+    for pattern, tol in rules:
+        if fnmatch.fnmatchcase(path, pattern):
+            return tol
+    return Tolerance(rtol, atol)
+
+
+def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
+                 atol: float = DEFAULT_ATOL, tolerances=(), include: tuple[str, ...] = (),
+                 exclude: tuple[str, ...] = ()) -> Comparison:
+    """Compare two logs. Raises LogError (exit 2) for unreadable input."""
+    with _open(golden) as fg, _open(new) as fn:
+        out = Comparison(golden, new)
+        dg, dn = _datasets(fg, golden), _datasets(fn, new)
+        # attributes: differences are failures, except the ones that legitimately differ
+        ag, an = _attributes(fg), _attributes(fn)
+        for key in sorted(set(ag) | set(an)):
+            same = key in ag and key in an and _equal_attr(ag[key], an[key])
+            if same:
+                continue
+            if any(fnmatch.fnmatchcase(key, pat) for pat in IGNORED_ATTRIBUTES):
+                out.ignored.append(key)
+            elif _selected(key.lstrip("/"), include, exclude):
+                out.attributes.append(f"{key}: {_fmt_attr(ag.get(key))} -> {_fmt_attr(an.get(key))}")
+        time_g = _read_all(dg.get("time"), golden)  # to say when a difference happens
+        for path in sorted(set(dg) | set(dn)):
+            if not _selected(path, include, exclude):
+                continue
+            tol = _tolerance(path, tolerances, rtol, atol)
+            if path not in dn:
+                out.results.append(DatasetResult(path, "missing", "missing in the new log",
+                                                 tolerance=tol))
+                continue
+            if path not in dg:
+                out.results.append(DatasetResult(path, "extra", "not in the golden log",
+                                                 tolerance=tol))
+                continue
+            out.results.append(_compare_dataset(path, dg[path], dn[path], tol, time_g, fg,
+                                                golden, new))
+        return out  # the time axis itself is compared as a dataset like any other
+
+
+def _equal_attr(a, b) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except Exception:  # noqa: BLE001  (attribute types that numpy cannot compare)
+        return a == b
+
+
+def _fmt_attr(v) -> str:
+    if v is None:
+        return "(absent)"
+    if isinstance(v, bytes):
+        v = v.decode(errors="replace")
+    s = repr(v.item() if isinstance(v, np.generic) else v)
+    return s if len(s) < 80 else s[:77] + "..."
+
+
+def _read_all(ds, path):
+    if ds is None:
+        return None
+    try:
+        return ds[()]
+    except (OSError, RuntimeError) as e:
+        raise LogError(f"{path}: the file is damaged: cannot read {ds.name} ({_short(e)})") from None
+
+
+def _read_block(ds: h5py.Dataset, sl: slice, path: str) -> np.ndarray:
+    try:
+        return np.asarray(ds[sl] if ds.ndim else ds[()], dtype=np.float64)
+    except (OSError, RuntimeError) as e:
+        raise LogError(f"{path}: the file is damaged: cannot read {ds.name} ({_short(e)})") from None
+
+
+def _column_names(f: h5py.File, ds: h5py.Dataset) -> list[str] | None:
+    ref = ds.attrs.get("names")
+    if ref is None:
+        return None
+    if isinstance(ref, bytes):
+        ref = ref.decode()
+    if ref not in f:
+        return None
+    return [x.decode() if isinstance(x, bytes) else str(x) for x in f[ref][()]]
+
+
+def _compare_dataset(path, g: h5py.Dataset, n: h5py.Dataset, tol: Tolerance, time, fg, gname,
+                     nname) -> DatasetResult:
+    res = DatasetResult(path, "pass", tolerance=tol)
+    if g.shape != n.shape:
+        res.status, res.reason = "structure", f"shape {g.shape} -> {n.shape}"
+        return res
+    numeric_g = g.dtype.kind in "fiub"
+    numeric_n = n.dtype.kind in "fiub"
+    if numeric_g != numeric_n or (not numeric_g and g.dtype.kind != n.dtype.kind):
+        res.status, res.reason = "structure", f"dtype {g.dtype} -> {n.dtype}"
+        return res
+    if not numeric_g:  # strings (names, URDF, scenario): equal or not
+        a, b = _read_all(g, gname), _read_all(n, nname)
+        if not np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object)):
+            res.status = "fail"
+            if path.endswith("_names"):
+                ga = [x.decode() if isinstance(x, bytes) else x for x in np.atleast_1d(a)]
+                nb = [x.decode() if isinstance(x, bytes) else x for x in np.atleast_1d(b)]
+                diff = [f"{x} -> {y}" for x, y in zip(ga, nb) if x != y]
+                res.reason = "renamed: " + ", ".join(diff[:5]) + (" ..." if len(diff) > 5 else "")
+            else:
+                res.reason = "text differs"
+            res.failing = 1
+        res.compared = 1
+        return res
+    # numbers, block by block along the first axis
+    rows = g.shape[0] if g.ndim else 1
+    row_bytes = max(1, int(np.prod(g.shape[1:])) * 8) if g.ndim else 8
+    block = max(1, BLOCK_BYTES // row_bytes)
+    worst = -np.inf
+    worst_at = None
+    for r0 in range(0, rows, block):
+        sl = slice(r0, min(rows, r0 + block))
+        a = _read_block(g, sl, gname)
+        b = _read_block(n, sl, nname)
+        both_nan = np.isnan(a) & np.isnan(b)
+        err = np.where(both_nan, 0.0, np.abs(b - a))
+        err = np.where(np.isnan(err), np.inf, err)  # NaN on one side only
+        bound = tol.atol + tol.rtol * np.abs(np.where(np.isnan(a), 0.0, a))
+        bad = err > bound
+        res.compared += a.size
+        res.failing += int(bad.sum())
+        if a.size:
+            res.max_abs = max(res.max_abs, float(err.max()))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.where(err == 0, 0.0, err / np.abs(a))
+            res.max_rel = max(res.max_rel, float(np.nanmax(rel)))
+            excess = np.where(bad, err - bound, -np.inf)
+            k = int(np.argmax(excess if bad.any() else err))
+            score = float(excess.flat[k]) if bad.any() else -np.inf
+            if worst_at is None or score > worst:
+                worst = score
+                idx = np.unravel_index(k, a.shape)
+                worst_at = (r0 + idx[0],) + tuple(idx[1:]) if g.ndim else ()
+    if res.failing:
+        res.status = "fail"
+        res.reason = f"{res.failing} of {res.compared} entries beyond tolerance"
+        res.where = _where(fg, g, worst_at, time)
+    return res
+
+
+def _where(f, ds, idx, time) -> str:
+    if idx is None or idx == ():
+        return ""
+    parts = []
+    if time is not None and ds.ndim >= 1 and ds.dims[0].label == "time" and idx[0] < len(time):
+        parts.append(f"t = {time[idx[0]]:.6g} s")
+    else:
+        parts.append(f"row {idx[0]}")
+    if len(idx) > 1:
+        names = _column_names(f, ds)
+        col = idx[1]
+        parts.append(names[col] if names and col < len(names) else f"column {col}")
+        if len(idx) > 2:
+            parts.append("xyz"[idx[2]] if idx[2] < 3 else f"component {idx[2]}")
+    return ", ".join(parts)
+
+
+def update_golden(golden: str, new: str) -> None:
+    """Replace GOLDEN with NEW (atomically: copy beside it, then rename)."""
+    import shutil
+    folder = os.path.dirname(os.path.abspath(golden))
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{os.path.basename(golden)}.update-{os.getpid()}")
+    shutil.copyfile(new, tmp)
+    os.replace(tmp, golden)
