@@ -22,6 +22,7 @@ EXPECTED = {
     "fourbar.urdf": ("fixed", 3, 3, 3),
     "spherical_chain.urdf": ("fixed", 5, 4, 2),
     "acme_s400.urdf": ("fixed", 4, 4, 4),
+    "box.urdf": ("floating", 7, 6, 1),
 }
 
 

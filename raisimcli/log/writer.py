@@ -172,6 +172,43 @@ class LogWriter:
             ch.append(Channel(f"{p}/solver/iterations", (), lambda: system.solver_iterations,
                               "1", dtype=np.int32))
 
+    def add_contacts(self, world) -> None:
+        """Log the world's contacts: per row a count and the offset of its first contact, and flat
+        arrays with one entry per contact (docs/log.md)."""
+        self._world = world
+        self._contact_rows: list[list] = []
+        self._contact_total = 0
+        self._body_names: dict[str, int] = {}
+
+    def _contact_name(self, system, link: str) -> int:
+        name = link if system is None else f"{system.name}/{link}"
+        if name not in self._body_names:
+            self._body_names[name] = len(self._body_names)
+        return self._body_names[name]
+
+    def _create_contact_datasets(self) -> None:
+        g = self.f.create_group("contacts")
+        kw = {"compression": self.compression, "shuffle": True} if self.compression else {}
+        spec = {"count": ((), np.int32, "1"), "start": ((), np.int64, "1"),
+                "position": ((3,), np.float64, "m, world frame"),
+                "normal": ((3,), np.float64, "1, world frame, from B to A"),
+                "impulse_world": ((3,), np.float64, "N s on A, world frame (B gets the opposite)"),
+                "impulse_contact": ((3,), np.float64, "N s on A in the contact frame (t1, t2, n)"),
+                "force": ((3,), np.float64, "N on A, world frame: impulse / dt"),
+                "penetration": ((), np.float64, "m"),
+                "body_a": ((), np.int32, "index into body_names"),
+                "body_b": ((), np.int32, "index into body_names")}
+        self._contact_ds = {}
+        for name, (shape, dtype, units) in spec.items():
+            per_row = name in ("count", "start")
+            ds = g.create_dataset(name, shape=(0,) + shape, maxshape=(None,) + shape, dtype=dtype,
+                                  chunks=(self.chunk_rows,) + shape, track_times=False, **kw)
+            ds.attrs["units"] = units
+            if per_row:
+                ds.dims[0].attach_scale(self.time_ds)
+                ds.dims[0].label = "time"
+            self._contact_ds[name] = ds
+
     def start(self) -> None:
         """Create the datasets declared so far; no more channels after this."""
         kw = {"compression": self.compression, "shuffle": True} if self.compression else {}
@@ -191,6 +228,8 @@ class LogWriter:
             self._datasets.append(ds)
         self._reads = [c.read for c in self.channels]
         self._step_indices: list[int] = []
+        if getattr(self, "_world", None) is not None:
+            self._create_contact_datasets()
 
     # --- rows -----------------------------------------------------------------------------------
     def append(self, step_index: int) -> None:
@@ -200,6 +239,12 @@ class LogWriter:
         self._step_indices.append(step_index + 1)
         for read, rows in zip(self._reads, self._pending):
             rows.append(read())
+        if getattr(self, "_world", None) is not None:
+            dt = self.dt
+            self._contact_rows.append([
+                (c.position, c.normal, c.impulse, c.impulse_contact, c.impulse / dt,
+                 c.penetration, self._contact_name(c.system_a, c.link_a),
+                 self._contact_name(c.system_b, c.name_b)) for c in self._world.contacts])
         self._fill += 1
         if self._fill == self.chunk_rows:
             self.flush()
@@ -216,8 +261,29 @@ class LogWriter:
             ds[r0:r0 + n] = np.asarray(rows, dtype=c.dtype)
             rows.clear()
         self._step_indices.clear()
+        if getattr(self, "_world", None) is not None:
+            self._flush_contacts(r0, n)
         self.rows += n
         self._fill = 0
+
+    def _flush_contacts(self, r0: int, n: int) -> None:
+        ds = self._contact_ds
+        counts = np.array([len(rows) for rows in self._contact_rows], dtype=np.int64)
+        starts = self._contact_total + np.concatenate([[0], np.cumsum(counts)[:-1]])
+        for name, values in (("count", counts), ("start", starts)):
+            ds[name].resize((r0 + n,))
+            ds[name][r0:] = values
+        flat = [c for rows in self._contact_rows for c in rows]
+        k0, k = self._contact_total, len(flat)
+        if k:
+            cols = list(zip(*flat))
+            for i, name in enumerate(("position", "normal", "impulse_world", "impulse_contact",
+                                      "force", "penetration", "body_a", "body_b")):
+                d = ds[name]
+                d.resize((k0 + k,) + d.shape[1:])
+                d[k0:] = np.asarray(cols[i], dtype=d.dtype)
+        self._contact_total += k
+        self._contact_rows.clear()
 
     def close(self, status: str, message: str = "") -> str:
         """Flush, write the status last, close and rename to the final name. Returns the path."""
@@ -225,6 +291,9 @@ class LogWriter:
             return self.path
         assert status in STATUSES
         self.flush()
+        if getattr(self, "_world", None) is not None:
+            self.f["contacts"].create_dataset("body_names", data=list(self._body_names) or [""],
+                                              dtype=_STR)
         self.f.attrs["message"] = message
         self.f.attrs["rows"] = self.rows
         self.f.attrs["status"] = status

@@ -22,12 +22,7 @@ from raisimcli.physics.step.decomposition import torque_table
 from raisimcli.physics.step.explicit import explicit_torque
 from raisimcli.physics.step.implicit import Factorized, free_velocity, implicit_diagonal
 from raisimcli.physics.step.joint_rows import JointRowTable
-from raisimcli.physics.step.solver import (
-    DEFAULT_MAX_ITERATIONS,
-    DEFAULT_TOLERANCE,
-    Rows,
-    solve_impulses,
-)
+from raisimcli.physics.step.solver import DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE
 
 FORCE_AND_TORQUE = "FORCE_AND_TORQUE"
 PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
@@ -51,6 +46,7 @@ class _PointLoad:
     vector: np.ndarray          # world frame, N or N m
     point: np.ndarray | None    # in the link frame; None: the COM of the link's body
     is_torque: bool = False
+    world_point: np.ndarray | None = None  # a world point instead (contact forces)
 
 
 class ArticulatedSystem:
@@ -114,6 +110,7 @@ class ArticulatedSystem:
         self.solver_tolerance = DEFAULT_TOLERANCE
         self.had_contact = False  # set by the contact solver; spec step 6 replacement rule
         self.compute_inverse_dynamics = False
+        self.last_contacts: list = []  # set by the World after each step
         self.joint_wrenches = None  # JointWrenches of the last step, when computed
         self._idyn = None
 
@@ -125,7 +122,6 @@ class ArticulatedSystem:
         # per-step buffers: results of the last step, read by the API and the log
         self.torque: dict[str, np.ndarray] = {}
         self.actuator_state: ActuatorState | None = None
-        self.last_impulses: tuple[Rows, np.ndarray] | None = None
         self.solver_iterations = 0
         self._pd_error = np.zeros(nv)
         self._stage = None  # quantities of integrate1, used by integrate2
@@ -521,6 +517,8 @@ class ArticulatedSystem:
     def _load_point_world(self, load, data) -> tuple[int, np.ndarray]:
         """(body, world point) where a load acts: its point (link frame) or the body's COM."""
         body = self._body_of(load.link)
+        if load.world_point is not None:
+            return body, load.world_point
         if load.point is None:
             return body, data.oMi[body].act(self._pm.inertias[body].lever)
         return body, data.oMf[self._frame(load.link)].act(load.point)
@@ -598,39 +596,43 @@ class ArticulatedSystem:
         self.get_nonlinearities()
         self._stage = (dt, self._state_version)
 
-    def integrate2(self, dt: float) -> None:
+    def integrate2(self, dt: float, contacts=()) -> None:
         """Integration Steps 7-12: command, actuators, explicit torque, free velocity, impulse
-        solver, velocity and position integration, torque decomposition."""
+        solver, velocity and position integration, torque decomposition. A system alone solves
+        its joint rows; World.integrate2 solves every system's rows and the contacts together."""
+        from raisimcli.physics.step.world_step import integrate2_systems
+        integrate2_systems([self], dt, contacts)
+
+    def _prepare(self, dt: float) -> dict:
+        """Steps 7-9 and the free velocity u* of step 4, and the joint rows that act."""
         if self._stage != (dt, self._state_version):
             self.integrate1(dt)
+        s = self._explicit_stage(self.q, self.u, dt)
+        s["joint_rows"] = self.joint_rows.rows(self.q, s["u_star"], dt)
+        return s
+
+    def _finish(self, dt: float, s: dict, u_solved: np.ndarray, impulse_by_source: dict,
+                point_loads: list, iterations: int, in_contact: bool) -> None:
+        """Steps 11-12 and the torque table, given the solver's velocity u* + A^-1 J_c^T lambda_c
+        and the generalized impulses by source; `point_loads`: the contact forces on this system
+        (for inverse dynamics)."""
         q, u = self.q, self.u
-        s = self._explicit_stage(q, u, dt)
         scheme = self.effective_scheme()
-
-        # step 4: the impulses of the joint limits and the joint friction
-        rows = self.joint_rows.rows(q, s["u_star"], dt)
-        response = s["factor"].solve(rows.J.T) if rows.m else np.zeros((self.nv, 0))
-        result = solve_impulses(rows, s["u_star"], response,
-                                max_iterations=self.solver_max_iterations,
-                                tolerance=self.solver_tolerance)
-        impulse_by_source = rows.generalized_impulse_by_source(result.impulse)
-        self.last_impulses = (rows, result.impulse)
-        self.solver_iterations = result.iterations
-
+        self.solver_iterations = iterations
         if scheme == "RUNGE_KUTTA_4":
-            q_next, u_next, table = self._runge_kutta_4(dt, s, u + (result.u_next - s["u_star"]),
+            q_next, u_next, table = self._runge_kutta_4(dt, s, u + (u_solved - s["u_star"]),
                                                         impulse_by_source)
         else:
-            u_next = result.u_next
+            u_next = u_solved
             u_bar = {"SEMI_IMPLICIT": u_next, "TRAPEZOID": 0.5 * (u + u_next),
                      "EULER": u}[scheme]
             q_next = self.conv.integrate(q, u_bar, dt)
             table = torque_table(dt, u_next - u, u, u_next, s["tau_cmd"], s["kp"], s["kd"],
                                  s["b"], s["tau_act"], self.k_s, s["spring_err"], s["tau_ext"],
                                  impulse_by_source)
-
         if self.compute_inverse_dynamics:
-            self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt, self._loads)
+            self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt,
+                                                     self._loads + point_loads)
         self.torque = table
         self.actuator_state = s["act_state"]
         self._pd_error = s["q_err"]
@@ -638,6 +640,8 @@ class ArticulatedSystem:
         self.q, self.u = q_next, u_next
         self._touched()
         self._stage = None
+        if in_contact:  # spec step 6: the replacement rule applies from the next step
+            self.had_contact = True
 
     def _runge_kutta_4(self, dt, s1, u_start, impulse_by_source):
         """Spec step 6, RUNGE_KUTTA_4: the solver's velocity change applied at the step's start,
@@ -711,6 +715,11 @@ class ArticulatedSystem:
     def get_joint_actuation(self, joint: str) -> float:
         """axis . torque (revolute) or axis . force (prismatic) at `joint` in the last step."""
         return float(self._wrenches().actuation[self._joint_index(joint)])
+
+    def get_contacts(self) -> list:
+        """The contacts of this system in the last step (see raisimcli.physics.contacts.Contact),
+        with their impulses."""
+        return [c for c in self.last_contacts if c.touches(self)]
 
     def get_generalized_force(self) -> np.ndarray:
         """tau_cmd + tau_act at the current state: the PD term with the position error of the last

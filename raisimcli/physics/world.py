@@ -7,6 +7,8 @@ import numpy as np
 from raisimcli.errors import StateError
 from raisimcli.model import RobotModel, load_urdf
 from raisimcli.physics.articulated_system import ArticulatedSystem
+from raisimcli.physics.contacts import ContactWorld
+from raisimcli.physics.step.world_step import integrate2_systems
 
 
 class World:
@@ -17,6 +19,9 @@ class World:
         self.gravity = np.array(gravity, dtype=float)
         self.systems: list[ArticulatedSystem] = []
         self.step_count = 0
+        self.contact_world = ContactWorld()
+        self.contacts: list = []        # detected by integrate1, solved by integrate2
+        self._warm_start: dict = {}     # the last step's impulses by row key
 
     @property
     def time(self) -> float:
@@ -46,15 +51,54 @@ class World:
         if any(s.name == system.name for s in self.systems):
             raise StateError(f"a system named {system.name!r} is already in the world")
         self.systems.append(system)
+        self.contact_world.add_robot(system)
         return system
 
+    # --- the static world and contacts (docs/contacts.md) ---------------------------------------
+    def add_ground(self, height: float = 0.0, material: str = "default") -> None:
+        """An infinite ground plane z = height."""
+        self.contact_world.set_ground(height, material)
+
+    def add_box(self, name: str, size, position=(0.0, 0.0, 0.0), rpy=(0.0, 0.0, 0.0),
+                material: str = "default") -> None:
+        """A static box (full side lengths `size`) at a world pose."""
+        from raisimcli.physics.collision import rpy_pose
+        self.contact_world.add_box(name, size, rpy_pose(position, rpy), material)
+
+    def set_material_pair(self, a: str, b: str, friction: float, restitution: float = 0.0,
+                          restitution_threshold: float = 0.01) -> None:
+        self.contact_world.set_material_pair(a, b, friction, restitution, restitution_threshold)
+
+    def set_default_material(self, friction: float, restitution: float = 0.0,
+                             restitution_threshold: float = 0.01) -> None:
+        from raisimcli.physics.contacts import MaterialPair
+        self.contact_world.default_pair = MaterialPair(friction, restitution,
+                                                       restitution_threshold)
+
+    def configure_contacts(self, system: ArticulatedSystem, materials: dict | None = None,
+                           self_collision: bool = False, excluded_pairs=()) -> None:
+        """Materials of a robot's links (by link name, "*" for the rest), and opt-in
+        self-collision between non-adjacent bodies with link-pair exclusions."""
+        cw = self.contact_world
+        cw.robots = [r for r in cw.robots if r[0] is not system]
+        cw.add_robot(system, materials, self_collision, excluded_pairs)
+
+    def get_contacts(self) -> list:
+        """The contacts of the last step, with their impulses."""
+        return list(self.contacts)
+
     def integrate1(self) -> None:
+        """Integration Steps 1-6 of every system, then collision detection."""
         for s in self.systems:
             s.integrate1(self.dt)
+        self.contacts = self.contact_world.detect() if self.contact_world.active else []
 
     def integrate2(self) -> None:
+        """Integration Steps 7-12: every system's rows and the contacts in one impulse problem."""
+        self._warm_start = integrate2_systems(self.systems, self.dt, self.contacts,
+                                              self._warm_start)
         for s in self.systems:
-            s.integrate2(self.dt)
+            s.last_contacts = self.contacts
         self.step_count += 1
 
     def integrate(self) -> None:

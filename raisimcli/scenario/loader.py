@@ -58,6 +58,9 @@ class ResolvedRobot:
     controller: Callable | None = None
     controller_name: str | None = None
     inverse_dynamics: bool = False
+    materials: dict = field(default_factory=dict)
+    self_collision: bool = False
+    self_collision_exclude: list = field(default_factory=list)
 
 
 @dataclass
@@ -326,6 +329,17 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario) -> ResolvedRobot
             link=ld.link, vector=np.array(ld.force if ld.force is not None else ld.torque),
             point=None if ld.point is None else np.array(ld.point), is_torque=ld.torque is not None,
             start=ld.start, stop=np.inf if ld.stop is None else ld.stop))
+    for k in r.materials:
+        if k != "*" and k not in links:
+            raise ScenarioError(f"{where}.materials.{k}: unknown link {k!r}; expected one of "
+                                f"{', '.join(links)} or '*'")
+    out.materials = dict(r.materials)
+    out.self_collision = r.self_collision
+    for n, pair in enumerate(r.self_collision_exclude):
+        for k in pair:
+            if k not in links:
+                raise ScenarioError(f"{where}.self_collision_exclude[{n}]: unknown link {k!r}")
+    out.self_collision_exclude = [tuple(p) for p in r.self_collision_exclude]
     if r.controller is not None:
         out.controller, out.controller_name = _load_controller(r.controller, base,
                                                                f"{where}.controller")

@@ -88,10 +88,25 @@ class _RobotDriver:
 
 
 def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
-    w = World(scn.dt, scn.spec.world.gravity)
+    ws = scn.spec.world
+    w = World(scn.dt, ws.gravity)
+    if ws.ground is not None:
+        w.add_ground(ws.ground.height, ws.ground.material)
+    for b in ws.box:
+        w.add_box(b.name, b.size, b.position, b.rpy, b.material)
+    d = ws.default_material
+    w.set_default_material(d.friction, d.restitution, d.restitution_threshold)
+    for p in ws.material_pair:
+        w.set_material_pair(p.materials[0], p.materials[1], p.friction, p.restitution,
+                            p.restitution_threshold)
+    cs = ws.contact_solver
+    w.contact_world.margin, w.contact_world.erp, w.contact_world.slop = cs.margin, cs.erp, cs.slop
     drivers = []
     for r in scn.robots:
         system = w.add_articulated_system(r.model, name=r.name)
+        system.solver_max_iterations, system.solver_tolerance = cs.max_iterations, cs.tolerance
+        if r.materials or r.self_collision:
+            w.configure_contacts(system, r.materials, r.self_collision, r.self_collision_exclude)
         drivers.append(_RobotDriver(r, system))
     return w, drivers
 
@@ -124,6 +139,8 @@ def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | Non
             d.system.set_compute_inverse_dynamics(True)
             signals.append("inverse_dynamics")
         writer.add_robot(d.system.name, d.system, signals)
+    if "contacts" in spec.log.signals and w.contact_world.active:
+        writer.add_contacts(w)
     writer.start()
     warnings = [f"{d.system.name}: {m}" for d in drivers for m in d.system.model.warnings]
     controllers = [(d, d.spec.controller) for d in drivers if d.spec.controller is not None]

@@ -90,6 +90,41 @@ PerJointSchedule = dict[str, Schedule]
 
 
 # --- sections ---------------------------------------------------------------------------------
+class Ground(Strict):
+    height: FiniteFloat = 0.0
+    material: str = "default"
+
+
+class StaticBox(Strict):
+    name: str
+    size: Annotated[list[Annotated[float, Field(gt=0, allow_inf_nan=False)]],
+                    Field(min_length=3, max_length=3)]
+    position: Vector3 = [0.0, 0.0, 0.0]
+    rpy: Vector3 = [0.0, 0.0, 0.0]
+    material: str = "default"
+
+
+class MaterialPairSpec(Strict):
+    materials: Annotated[list[str], Field(min_length=2, max_length=2)]
+    friction: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    restitution: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+    restitution_threshold: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.01
+
+
+class DefaultMaterial(Strict):
+    friction: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.8
+    restitution: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+    restitution_threshold: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.01
+
+
+class ContactSolver(Strict):
+    max_iterations: Annotated[int, Field(ge=1)] = 200
+    tolerance: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1e-12
+    margin: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.005
+    erp: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.2
+    slop: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-5
+
+
 class World(Strict):
     dt: Annotated[float, Field(gt=0, le=1.0, allow_inf_nan=False)] = 0.001
     duration: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
@@ -97,6 +132,11 @@ class World(Strict):
     gravity: Vector3 = [0.0, 0.0, -9.81]
     integration_scheme: SCHEMES = "SEMI_IMPLICIT"
     erp: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1.5
+    ground: Ground | None = None
+    box: list[StaticBox] = []
+    default_material: DefaultMaterial = DefaultMaterial()
+    material_pair: list[MaterialPairSpec] = []
+    contact_solver: ContactSolver = ContactSolver()
 
     @model_validator(mode="after")
     def _length(self):
@@ -167,6 +207,9 @@ class Robot(Strict):
     spring: list[SpringSpec] = []
     damping: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = {}
     inverse_dynamics: bool = False  # compute and log the joint wrenches every step
+    materials: dict[str, str] = {}     # link name (or "*") -> material
+    self_collision: bool = False
+    self_collision_exclude: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = []
 
     @field_validator("controller")
     @classmethod
@@ -176,13 +219,13 @@ class Robot(Strict):
         return v
 
 
-SIGNALS = ("state", "energy", "torque", "generalized_force", "actuators", "solver")
+SIGNALS = ("state", "energy", "torque", "generalized_force", "actuators", "solver", "contacts")
 
 
 class Log(Strict):
     path: str | None = None
     signals: list[Literal["state", "energy", "torque", "generalized_force", "actuators",
-                          "solver"]] = list(SIGNALS)
+                          "solver", "contacts"]] = list(SIGNALS)
     decimation: Annotated[int, Field(ge=1)] = 1
     compression: Literal["gzip", "lzf", "none"] = "gzip"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 SOURCES = ("feedforward_pd", "damping", "actuators", "springs", "external", "joint_friction",
-           "joint_limits")
+           "joint_limits", "contacts")
 
 
 def torque_table(dt: float, du: np.ndarray, u: np.ndarray, u_next: np.ndarray,
@@ -25,6 +25,7 @@ def torque_table(dt: float, du: np.ndarray, u: np.ndarray, u_next: np.ndarray,
     external        J^T F_ext
     joint_friction  lambda_f / dt
     joint_limits    the limits' share of J_c^T lambda_c / dt
+    contacts        the contacts' share of J_c^T lambda_c / dt
     """
     out = {
         "feedforward_pd": tau_cmd - (0.5 * kd + 0.25 * dt * kp) * du,

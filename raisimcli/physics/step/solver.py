@@ -9,8 +9,9 @@ v_i = J_i u_{t+1}, the impulse lambda_i in [lo_i, hi_i] and a target velocity t_
 
 A position limit (restitution 0) is t = 0 with a one-sided box, a velocity limit t = +-v_max with a
 one-sided box, Coulomb joint friction with stiction t = 0 with the box +-(tau_c,joint + tau_c,out) dt.
-Each row is solved exactly given the others, and the rows are iterated (projected Gauss-Seidel)
-until no impulse changes a row's velocity by more than `tolerance`.
+Contacts are blocks of three rows with a friction cone (see contact_solver.py). Each block is solved
+exactly given the others, and the blocks are iterated (block Gauss-Seidel) until no impulse changes
+a row's velocity by more than `tolerance`.
 
 The response of the system to the impulses, `response` = A^-1 J^T, is the caller's: M~^-1 J^T for
 a tree, M_c^-1 J^T once loop and mimic constraints are eliminated before the solver.
@@ -21,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
+
+from raisimcli.physics.step.contact_solver import CONTACT, SCALAR, block_gauss_seidel
 
 DEFAULT_MAX_ITERATIONS = 200
 DEFAULT_TOLERANCE = 1e-12  # m/s or rad/s of row velocity
@@ -30,8 +32,11 @@ DEFAULT_TOLERANCE = 1e-12  # m/s or rad/s of row velocity
 @dataclass
 class Rows:
     """m stacked rows of J_c. `J`: (m, nv); `target`, `lo`, `hi`: (m,); `source`: (m,) labels of
-    the torque-table row each belongs to ("joint_limits", "joint_friction", ...); `key`: (m,)
-    identities used to warm-start from the previous step."""
+    the torque-table row each belongs to ("joint_limits", "joint_friction", "contacts"); `key`:
+    (m,) identities used to warm-start from the previous step. Rows come in blocks:
+    `block_start`, `block_kind` (SCALAR: one box row; CONTACT: three rows t1, t2, n of a contact,
+    whose `lo`/`hi` are unused) and `block_mu` (the contact's friction coefficient); None: every
+    row is a scalar block."""
 
     J: np.ndarray
     target: np.ndarray
@@ -39,10 +44,40 @@ class Rows:
     hi: np.ndarray
     source: list = field(default_factory=list)
     key: list = field(default_factory=list)
+    block_start: np.ndarray | None = None
+    block_kind: np.ndarray | None = None
+    block_mu: np.ndarray | None = None
 
     @property
     def m(self) -> int:
         return self.J.shape[0]
+
+    def blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.block_start is None:
+            m = self.m
+            return (np.arange(m, dtype=np.int64), np.full(m, SCALAR, dtype=np.int64),
+                    np.zeros(m))
+        return self.block_start, self.block_kind, self.block_mu
+
+    @classmethod
+    def stack(cls, parts: list["Rows"]) -> "Rows":
+        """Rows of several groups (same number of columns) one after the other."""
+        parts = [p for p in parts if p.m]
+        if not parts:
+            return cls.empty(0)
+        starts, kinds, mus = [], [], []
+        r = 0
+        for p in parts:
+            bs, bk, bm = p.blocks()
+            starts.append(bs + r)
+            kinds.append(bk)
+            mus.append(bm)
+            r += p.m
+        return cls(np.vstack([p.J for p in parts]), np.concatenate([p.target for p in parts]),
+                   np.concatenate([p.lo for p in parts]), np.concatenate([p.hi for p in parts]),
+                   sum((p.source for p in parts), []), sum((p.key for p in parts), []),
+                   np.concatenate(starts).astype(np.int64), np.concatenate(kinds).astype(np.int64),
+                   np.concatenate(mus))
 
     def generalized_impulse_by_source(self, impulse: np.ndarray) -> dict:
         """J^T lambda (nv,) split by the rows' sources."""
@@ -75,41 +110,12 @@ def solve_impulses(rows: Rows, u_star: np.ndarray, response: np.ndarray,
     if m == 0:
         return SolverResult(np.zeros(0), u_star.copy(), 0, 0.0)
     G = np.ascontiguousarray(rows.J @ response)  # Delassus matrix of the rows, (m, m)
-    lam = np.zeros(m) if impulse0 is None else np.clip(impulse0, rows.lo, rows.hi)
+    lam = np.zeros(m) if impulse0 is None else np.array(impulse0, dtype=np.float64)
     v = rows.J @ u_star + G @ lam
-    iterations, residual = _projected_gauss_seidel(
+    start, kind, mu = rows.blocks()
+    iterations, residual = block_gauss_seidel(
         G, v, lam, np.ascontiguousarray(rows.target, dtype=np.float64),
         np.ascontiguousarray(rows.lo, dtype=np.float64),
-        np.ascontiguousarray(rows.hi, dtype=np.float64), max_iterations, tolerance)
+        np.ascontiguousarray(rows.hi, dtype=np.float64), start, kind,
+        np.ascontiguousarray(mu, dtype=np.float64), max_iterations, tolerance)
     return SolverResult(lam, u_star + response @ lam, iterations, residual)
-
-
-@njit(cache=True)
-def _projected_gauss_seidel(G, v, lam, target, lo, hi, max_iterations, tolerance):
-    """Sweep the rows, solving each exactly given the others: lambda_i <- clip(lambda_i +
-    (t_i - v_i) / G_ii, lo_i, hi_i), then update every row's velocity v += G[:, i] d lambda_i.
-    `v` and `lam` are updated in place. Returns (sweeps, largest velocity change of the last)."""
-    m = lam.shape[0]
-    residual = 0.0
-    sweeps = 0
-    for sweep in range(1, max_iterations + 1):
-        sweeps = sweep
-        residual = 0.0
-        for i in range(m):
-            g = G[i, i]
-            new = lam[i] + (target[i] - v[i]) / g
-            if new < lo[i]:
-                new = lo[i]
-            elif new > hi[i]:
-                new = hi[i]
-            d = new - lam[i]
-            if d != 0.0:
-                for k in range(m):
-                    v[k] += G[k, i] * d
-                lam[i] = new
-                change = abs(d) * g
-                if change > residual:
-                    residual = change
-        if residual <= tolerance:
-            break
-    return sweeps, residual

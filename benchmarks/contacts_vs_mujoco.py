@@ -1,0 +1,79 @@
+"""The quadruped standing on the ground under PD, four foot contacts, dt = 1 ms: raisimcli's
+World.integrate() against MuJoCo's mj_step on an equivalent model (benchmarks/quadruped_mujoco.xml:
+the same bodies, masses and inertias, four sphere feet, PD servos), timed in the same run.
+Prints the ratio and where raisimcli's time goes.
+
+    python benchmarks/contacts_vs_mujoco.py
+"""
+
+import cProfile
+import os
+import pstats
+import time
+
+import mujoco
+import numpy as np
+
+from common import ROBOTS, per_call_us
+from raisimcli.physics import World
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LEGS = [0.0, 0.6, -1.2, 0.0, 0.6, -1.2, 0.0, -0.6, 1.2, 0.0, -0.6, 1.2]
+
+
+def ours():
+    w = World(0.001)
+    w.add_ground(0.0)
+    r = w.add_articulated_system(f"{ROBOTS}/quadruped.urdf")
+    q = r.get_generalized_coordinate()
+    q[2], q[7:] = 0.4485, LEGS
+    r.set_state(q, np.zeros(18))
+    r.set_pd_gains(np.full(18, 300.0), np.full(18, 10.0))
+    r.set_pd_target(q, np.zeros(18))
+    for _ in range(500):  # settle into steady contact
+        w.integrate()
+    return w, r
+
+
+def theirs():
+    m = mujoco.MjModel.from_xml_path(os.path.join(HERE, "quadruped_mujoco.xml"))
+    d = mujoco.MjData(m)
+    d.qpos[:] = 0
+    d.qpos[2], d.qpos[3] = 0.4485, 1.0
+    d.qpos[7:] = LEGS
+    d.ctrl[:] = LEGS
+    for _ in range(500):
+        mujoco.mj_step(m, d)
+    return m, d
+
+
+def main():
+    w, r = ours()
+    m, d = theirs()
+    n_contacts = len(w.contacts)
+    t_ours = per_call_us(w.integrate, repeat=5, number=300)
+    t_mj = per_call_us(lambda: mujoco.mj_step(m, d), repeat=5, number=2000)
+    print(f"standing quadruped, {n_contacts} contacts (MuJoCo: {d.ncon}), dt = 1 ms")
+    print(f"  raisimcli {t_ours:8.1f} us/step   MuJoCo {t_mj:6.1f} us/step   "
+          f"ratio {t_ours / t_mj:.0f}x (goal: 2x)")
+    normal = sum(c.impulse[2] for c in w.contacts) / w.dt
+    print(f"  foot normal forces {normal:.4f} N, weight {r.model.total_mass * 9.81:.4f} N")
+    prof = cProfile.Profile()
+    prof.enable()
+    t0 = time.perf_counter()
+    for _ in range(300):
+        w.integrate()
+    prof.disable()
+    print(f"  where raisimcli's time goes ({(time.perf_counter() - t0) / 300 * 1e6:.0f} us/step "
+          "under the profiler):")
+    st = pstats.Stats(prof)
+    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][3])  # cumulative
+    shown = 0
+    for (file, line, func), (cc, nc, tt, ct, callers) in rows:
+        if "raisimcli" in file and shown < 10:
+            print(f"    {ct / 300 * 1e6:8.1f} us  {os.path.basename(file)}:{func}")
+            shown += 1
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Collision geometry: the shapes of a robot's bodies (after merging) and the static world, as coal
+objects (coal ships with pin), with a sweep-and-prune broad phase.
+
+Narrow phase is coal's: `coal.collide` and its contact patches (a face resting on a face gives its
+corner points). Meshes collide as their convex hull.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import coal
+import numpy as np
+import pinocchio as pin
+
+from raisimcli.errors import ModelError
+
+
+@dataclass
+class Shape:
+    """One collision shape. `body`: the Pinocchio joint id of its rigid body (static shapes: -1);
+    `placement`: (4, 4) pose in the body frame (static: in the world); `radius`: a bounding
+    sphere's radius about the placement's origin."""
+
+    geometry: object
+    kind: str
+    link: str
+    body: int
+    placement: np.ndarray
+    radius: float
+    material: str = "default"
+    index: int = 0
+
+
+def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0), where=""):
+    """(coal geometry, bounding radius) for a URDF-style shape."""
+    if kind == "box":
+        return coal.Box(*map(float, size)), 0.5 * float(np.linalg.norm(size))
+    if kind == "sphere":
+        return coal.Sphere(float(size[0])), float(size[0])
+    if kind == "cylinder":
+        r, length = map(float, size)
+        return coal.Cylinder(r, length), float(np.hypot(r, 0.5 * length))
+    if kind == "capsule":
+        r, length = map(float, size)
+        return coal.Capsule(r, length), r + 0.5 * length
+    if kind == "mesh":
+        import trimesh
+        try:
+            m = trimesh.load(mesh, force="mesh")
+        except Exception as e:  # noqa: BLE001  (trimesh raises many kinds)
+            raise ModelError(f"cannot read mesh {mesh} ({e})") from None
+        hull = trimesh.Trimesh(np.asarray(m.vertices) * np.asarray(scale)).convex_hull
+        verts = coal.StdVec_Vec3s()
+        for v in hull.vertices:
+            verts.append(np.array(v, dtype=float))
+        tris = coal.StdVec_Triangle()
+        for f in hull.faces:
+            tris.append(coal.Triangle(int(f[0]), int(f[1]), int(f[2])))
+        return coal.Convex(verts, tris), float(np.linalg.norm(hull.vertices, axis=1).max())
+    raise ModelError(f"{where}: unknown collision shape {kind!r}")
+
+
+def robot_shapes(model, materials: dict[str, str] | None = None) -> list[Shape]:
+    """The collision shapes of a RobotModel, per body after merging."""
+    materials = materials or {}
+    out = []
+    for link in model.links:
+        if link.body == 0 and model.root_link == "world":
+            continue  # welded to the world: static, never moves, not simulated as a contact body
+        for g in link.collisions:
+            geom, radius = make_geometry(g.kind, g.size, g.mesh, g.scale, where=link.name)
+            placement = link.body_T_link @ g.origin
+            out.append(Shape(geom, g.kind, link.name, link.body, placement, radius,
+                             materials.get(link.name, materials.get("*", "default"))))
+    for i, s in enumerate(out):
+        s.index = i
+    return out
+
+
+def transform(T: np.ndarray) -> coal.Transform3s:
+    return coal.Transform3s(np.ascontiguousarray(T[:3, :3]), np.ascontiguousarray(T[:3, 3]))
+
+
+def shape_poses(system, shapes: list[Shape]) -> list[np.ndarray]:
+    """World poses (4, 4) of a system's shapes at its current state."""
+    system._kinematics()
+    data = system._data
+    out = []
+    for s in shapes:
+        oMb = data.oMi[s.body].homogeneous
+        out.append(oMb @ s.placement)
+    return out
+
+
+def sweep_and_prune(centers: np.ndarray, radii: np.ndarray, margin: float) -> list[tuple[int, int]]:
+    """Pairs (i, j), i < j, whose bounding boxes (spheres grown by `margin`) overlap: sorted along
+    x, each box is tested only against those whose x-interval it meets, then on y and z."""
+    n = len(radii)
+    if n < 2:
+        return []
+    lo = centers - (radii + margin)[:, None]
+    hi = centers + (radii + margin)[:, None]
+    order = np.argsort(lo[:, 0], kind="stable")
+    pairs = []
+    active: list[int] = []
+    for i in order.tolist():
+        x = lo[i, 0]
+        active = [j for j in active if hi[j, 0] >= x]
+        for j in active:
+            if lo[i, 1] <= hi[j, 1] and lo[j, 1] <= hi[i, 1] and \
+                    lo[i, 2] <= hi[j, 2] and lo[j, 2] <= hi[i, 2]:
+                pairs.append((min(i, j), max(i, j)))
+        active.append(i)
+    return pairs
+
+
+def rpy_pose(position, rpy) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3] = pin.rpy.rpyToMatrix(*map(float, rpy))
+    T[:3, 3] = position
+    return T
+
+
+__all__ = ["Shape", "make_geometry", "robot_shapes", "shape_poses", "sweep_and_prune",
+           "transform", "rpy_pose"]

@@ -1,0 +1,242 @@
+"""Contacts: the static world (a ground plane, boxes), materials, detection, and what each contact
+contributes to the impulse problem of spec step 4 (DESIGN.md §4.3, docs/contacts.md).
+
+A contact ties body A of a robot to B (the ground, a static box, or another robot's body). Its
+frame has the normal n pointing from B to A (the direction A may move freely) and two tangents;
+its rows are [t1, t2, n]^T (J_A(p) - J_B(p)) at the contact point p. Its normal velocity must reach
+the target of :meth:`Contact.target_normal_velocity`:
+
+- separated by d > 0 (within the detection margin): v_n >= -d / dt, so the bodies can close the gap
+  within the step but not pass through (no tunnelling, no bounce with restitution 0);
+- penetrating by -d > slop: v_n >= erp (-d - slop) / dt, removing a fraction erp of the
+  penetration beyond the slop per step (the error feedback);
+- approaching faster than the restitution threshold, with restitution e: v_n >= -e v_n(t).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import coal
+import numpy as np
+
+from raisimcli.physics.collision import Shape, make_geometry, robot_shapes, shape_poses, \
+    sweep_and_prune, transform
+from raisimcli.physics.conventions import cross
+
+# shapes with flat faces: their contacts with a face are patches of several points
+_PATCH_KINDS = ("box", "cylinder", "mesh")
+
+DEFAULT_FRICTION = 0.8
+DEFAULT_RESTITUTION = 0.0
+DEFAULT_RESTITUTION_THRESHOLD = 0.01  # m/s
+DEFAULT_MARGIN = 0.005                # m: detection distance
+DEFAULT_ERP = 0.2                     # fraction of the penetration removed per step
+DEFAULT_SLOP = 1e-5                   # m: penetration left alone
+
+
+@dataclass(frozen=True)
+class MaterialPair:
+    friction: float = DEFAULT_FRICTION
+    restitution: float = DEFAULT_RESTITUTION
+    restitution_threshold: float = DEFAULT_RESTITUTION_THRESHOLD
+
+
+@dataclass
+class Contact:
+    """One contact point. `system_a`/`body_a`/`link_a`: the robot body; `system_b` (None for the
+    static world), `body_b`, `name_b` (a link, "ground" or a box's name). `position` (3,) world;
+    `frame` (3, 3): columns t1, t2, n (n from B to A); `distance`: signed, negative when
+    penetrating. After the step: `impulse` (3,) on A in the world frame (B receives the opposite)
+    and `impulse_contact` (t1, t2, n)."""
+
+    system_a: object
+    body_a: int
+    link_a: str
+    system_b: object | None
+    body_b: int
+    name_b: str
+    position: np.ndarray
+    frame: np.ndarray
+    distance: float
+    mu: float
+    restitution: float
+    threshold: float
+    erp: float
+    slop: float
+    key: tuple
+    impulse: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    impulse_contact: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    @property
+    def normal(self) -> np.ndarray:
+        return self.frame[:, 2]
+
+    @property
+    def penetration(self) -> float:
+        return max(0.0, -self.distance)
+
+    def target_normal_velocity(self, dt: float, vn_now: float) -> float:
+        d = self.distance
+        if d > 0:
+            target = -d / dt
+        else:
+            target = self.erp * max(0.0, -d - self.slop) / dt
+        if self.restitution > 0 and vn_now < -self.threshold and d <= -vn_now * dt:
+            target = max(target, -self.restitution * vn_now)
+        return target
+
+    def touches(self, system) -> bool:
+        return self.system_a is system or self.system_b is system
+
+    def loads_on(self, system, dt: float) -> list:
+        """The contact force (impulse / dt) as point loads on `system`'s bodies, for inverse
+        dynamics."""
+        from raisimcli.physics.articulated_system import _PointLoad
+        out = []
+        if self.system_a is system:
+            out.append(_PointLoad(self.link_a, self.impulse / dt, None, False,
+                                  world_point=self.position))
+        if self.system_b is system:
+            out.append(_PointLoad(self.name_b, -self.impulse / dt, None, False,
+                                  world_point=self.position))
+        return out
+
+
+def _frame(n: np.ndarray) -> np.ndarray:
+    """(3, 3) columns t1, t2, n: a right-handed frame around the unit normal n."""
+    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    t1 = a - (a @ n) * n
+    t1 /= np.linalg.norm(t1)
+    return np.column_stack([t1, cross(n, t1), n])
+
+
+class ContactWorld:
+    """The static objects, the materials, and the robots' shapes; `detect()` lists the contacts of
+    the current state."""
+
+    def __init__(self):
+        self.static: list[tuple[str, Shape]] = []
+        self.ground_height: float | None = None
+        self.ground_material = "default"
+        self.default_pair = MaterialPair()
+        self.pairs: dict[frozenset, MaterialPair] = {}
+        self.margin = DEFAULT_MARGIN
+        self.erp = DEFAULT_ERP
+        self.slop = DEFAULT_SLOP
+        self.robots: list[tuple[object, list[Shape], bool, set]] = []
+        self._request = coal.CollisionRequest()
+        self._request.num_max_contacts = 8
+        self._patch_request = coal.ContactPatchRequest()
+
+    # --- set-up ---------------------------------------------------------------------------------
+    def set_ground(self, height: float = 0.0, material: str = "default") -> None:
+        self.ground_height = float(height)
+        self.ground_material = material
+        self._ground = coal.Halfspace(np.array([0.0, 0.0, 1.0]), self.ground_height)
+        self._identity = coal.Transform3s()
+
+    def add_box(self, name: str, size, pose: np.ndarray, material: str = "default") -> None:
+        geom, radius = make_geometry("box", size)
+        self.static.append((name, Shape(geom, "box", name, -1, np.array(pose, dtype=float),
+                                        radius, material)))
+
+    def set_material_pair(self, a: str, b: str, friction: float, restitution: float = 0.0,
+                          threshold: float = DEFAULT_RESTITUTION_THRESHOLD) -> None:
+        self.pairs[frozenset((a, b))] = MaterialPair(friction, restitution, threshold)
+
+    def material_pair(self, a: str, b: str) -> MaterialPair:
+        return self.pairs.get(frozenset((a, b)), self.default_pair)
+
+    def add_robot(self, system, materials: dict[str, str] | None = None,
+                  self_collision: bool = False, excluded_pairs=()) -> None:
+        """Register a robot's shapes. Self-collision (opt-in) skips bodies joined by a joint and
+        the `excluded_pairs` of link names."""
+        shapes = robot_shapes(system.model, materials)
+        excluded = {frozenset(p) for p in excluded_pairs}
+        links = {link.name: link for link in system.model.links}
+        for j in system.model.joints:  # adjacent bodies never collide
+            if j.parent is not None and j.parent in links:
+                excluded.add(frozenset((links[j.parent].body, links[j.child].body)))
+        self.robots.append((system, shapes, self_collision, excluded))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.robots) and (self.ground_height is not None or bool(self.static) or
+                                      len(self.robots) > 1 or any(r[2] for r in self.robots))
+
+    # --- detection ------------------------------------------------------------------------------
+    def detect(self) -> list[Contact]:
+        """Contacts of the current state (within the margin)."""
+        entries = []  # (system or None, shape, world pose)
+        for system, shapes, _, _ in self.robots:
+            for shape, pose in zip(shapes, shape_poses(system, shapes)):
+                entries.append((system, shape, pose))
+        n_robot = len(entries)
+        for _, shape in self.static:
+            entries.append((None, shape, shape.placement))
+        contacts: list[Contact] = []
+        if self.ground_height is not None:
+            h = self.ground_height
+            for system, shape, pose in entries[:n_robot]:
+                if pose[2, 3] - shape.radius <= h + self.margin:
+                    self._ground_contacts(system, shape, pose, contacts)
+        if len(entries) > 1:
+            centers = np.array([e[2][:3, 3] for e in entries])
+            radii = np.array([e[1].radius for e in entries])
+            for i, j in sweep_and_prune(centers, radii, self.margin):
+                (sa, a, pa), (sb, b, pb) = entries[i], entries[j]
+                if sa is None:  # static never first
+                    (sa, a, pa), (sb, b, pb) = (sb, b, pb), (sa, a, pa)
+                if sa is None:
+                    continue  # static against static
+                if sb is sa:
+                    cfg = next(r for r in self.robots if r[0] is sa)
+                    if not cfg[2] or a.body == b.body or frozenset((a.body, b.body)) in cfg[3] \
+                            or frozenset((a.link, b.link)) in cfg[3]:
+                        continue
+                self._pair_contacts(sa, a, pa, sb, b, pb, contacts)
+        return contacts
+
+    def _collide(self, ga, Ta, gb, Tb, patches: bool):
+        res = coal.CollisionResult()
+        self._request.security_margin = self.margin
+        if not coal.collide(ga, Ta, gb, Tb, self._request, res):
+            return []
+        if not patches:  # a sphere or a capsule touches in one point
+            return [(np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth))
+                    for c in res.getContacts()]
+        pres = coal.ContactPatchResult(self._patch_request)
+        coal.computeContactPatch(ga, Ta, gb, Tb, res, self._patch_request, pres)
+        out = []
+        for k in range(pres.numContactPatches()):
+            patch = pres.getContactPatch(k)
+            normal = -np.asarray(patch.getNormal())  # coal: from shape 1 to 2; ours: B to A
+            for i in range(patch.size()):
+                out.append((np.asarray(patch.getPoint(i)), normal, float(patch.penetration_depth)))
+        if not out:
+            for c in res.getContacts():
+                out.append((np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth)))
+        return out
+
+    def _ground_contacts(self, system, shape, pose, contacts) -> None:
+        pair = self.material_pair(shape.material, self.ground_material)
+        for k, (p, n, d) in enumerate(self._collide(shape.geometry, transform(pose), self._ground,
+                                                    self._identity, shape.kind in _PATCH_KINDS)):
+            contacts.append(self._contact(system, shape, None, -1, "ground", p, n, d, pair,
+                                          (id(system), shape.index, "ground", k)))
+
+    def _pair_contacts(self, sa, a, pa, sb, b, pb, contacts) -> None:
+        pair = self.material_pair(a.material, b.material)
+        name_b = b.link
+        patches = a.kind in _PATCH_KINDS and b.kind in _PATCH_KINDS
+        for k, (p, n, d) in enumerate(self._collide(a.geometry, transform(pa), b.geometry,
+                                                    transform(pb), patches)):
+            contacts.append(self._contact(sa, a, sb, b.body, name_b, p, n, d, pair,
+                                          (id(sa), a.index, id(sb), b.index, k)))
+
+    def _contact(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> Contact:
+        n = n / np.linalg.norm(n)
+        return Contact(system, shape.body, shape.link, system_b, body_b, name_b, p, _frame(n), d,
+                       pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
+                       self.slop, key)

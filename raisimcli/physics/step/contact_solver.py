@@ -1,0 +1,175 @@
+"""The per-contact exact solve of a Coulomb contact (Hwangbo, Lee, Hutter, "Per-contact iteration
+method for solving contact dynamics", RA-L 2018), and the block Gauss-Seidel that iterates it with
+the scalar rows of :mod:`raisimcli.physics.step.solver`.
+
+A contact block has three rows in its contact frame, [t1, t2, n]. Given the other impulses, its
+velocity is v = v0 + G lambda with G the 3x3 Delassus block. Its impulse lies in the friction cone
+K = {lambda_n >= 0, |lambda_t| <= mu lambda_n}, and with the target normal velocity t_n:
+
+- separating: lambda = 0 when v0_n >= t_n;
+- sticking: v = (0, 0, t_n), lambda = G^-1 (target - v0), when that lambda is in K;
+- sliding: lambda on the cone's surface, lambda = lambda_n (mu cos th, mu sin th, 1), with v_n = t_n
+  and the tangential velocity opposite the tangential impulse (maximal dissipation); th is found by
+  a bracketing search and bisection on the angle.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+SCALAR = 0
+CONTACT = 1
+
+
+@njit(cache=True)
+def _solve3(G, b):
+    """x = G^-1 b for a 3x3 matrix (Cramer), and whether G was invertible."""
+    a00, a01, a02 = G[0, 0], G[0, 1], G[0, 2]
+    a10, a11, a12 = G[1, 0], G[1, 1], G[1, 2]
+    a20, a21, a22 = G[2, 0], G[2, 1], G[2, 2]
+    c00 = a11 * a22 - a12 * a21
+    c01 = a12 * a20 - a10 * a22
+    c02 = a10 * a21 - a11 * a20
+    det = a00 * c00 + a01 * c01 + a02 * c02
+    x = np.zeros(3)
+    if abs(det) < 1e-300:
+        return x, False
+    x[0] = (c00 * b[0] + (a02 * a21 - a01 * a22) * b[1] + (a01 * a12 - a02 * a11) * b[2]) / det
+    x[1] = (c01 * b[0] + (a00 * a22 - a02 * a20) * b[1] + (a02 * a10 - a00 * a12) * b[2]) / det
+    x[2] = (c02 * b[0] + (a01 * a20 - a00 * a21) * b[1] + (a00 * a11 - a01 * a10) * b[2]) / det
+    return x, True
+
+
+@njit(cache=True)
+def _sliding(G, v0, tn, mu, th):
+    """For the tangential direction th: the impulse on the cone surface that meets the normal
+    target, and the residual (cross product of the direction with the tangential velocity; zero
+    when they are parallel) and the dot product (negative when they oppose)."""
+    c, s = math.cos(th), math.sin(th)
+    d0, d1, d2 = mu * c, mu * s, 1.0
+    gn = G[2, 0] * d0 + G[2, 1] * d1 + G[2, 2] * d2
+    if gn <= 1e-300:
+        return -1.0, 0.0, 1.0
+    ln = (tn - v0[2]) / gn
+    vt0 = v0[0] + ln * (G[0, 0] * d0 + G[0, 1] * d1 + G[0, 2] * d2)
+    vt1 = v0[1] + ln * (G[1, 0] * d0 + G[1, 1] * d1 + G[1, 2] * d2)
+    return ln, c * vt1 - s * vt0, c * vt0 + s * vt1
+
+
+@njit(cache=True)
+def solve_contact(G, v0, tn, mu, lam_out):
+    """Write the impulse of one contact (given the others) into lam_out (3,)."""
+    if v0[2] >= tn:  # separating: no impulse needed
+        lam_out[0] = 0.0
+        lam_out[1] = 0.0
+        lam_out[2] = 0.0
+        return
+    target = np.zeros(3)
+    target[2] = tn
+    lam, ok = _solve3(G, target - v0)
+    if ok and lam[2] >= 0.0 and math.sqrt(lam[0] ** 2 + lam[1] ** 2) <= mu * lam[2]:
+        lam_out[:] = lam
+        return
+    if mu <= 0.0:  # frictionless: a normal impulse alone
+        ln = max(0.0, (tn - v0[2]) / G[2, 2])
+        lam_out[0] = 0.0
+        lam_out[1] = 0.0
+        lam_out[2] = ln
+        return
+    # sliding: search the angle. Start from the sticking impulse's direction.
+    th0 = math.atan2(lam[1], lam[0]) if ok else math.atan2(-v0[1], -v0[0])
+    n_samples = 32
+    best_th = th0
+    best_r = 1e300
+    found = False
+    lo_th = 0.0
+    hi_th = 0.0
+    prev_th = th0 - math.pi
+    ln_p, r_p, dot_p = _sliding(G, v0, tn, mu, prev_th)
+    for k in range(1, n_samples + 1):
+        th = th0 - math.pi + 2.0 * math.pi * k / n_samples
+        ln_k, r_k, dot_k = _sliding(G, v0, tn, mu, th)
+        if ln_k >= 0.0 and dot_k <= 0.0 and abs(r_k) < best_r:
+            best_r = abs(r_k)
+            best_th = th
+        if (r_p <= 0.0) != (r_k <= 0.0) and ln_p >= 0.0 and ln_k >= 0.0 and \
+                (dot_p <= 0.0 or dot_k <= 0.0) and not found:
+            lo_th, hi_th = prev_th, th
+            found = True
+        prev_th, ln_p, r_p, dot_p = th, ln_k, r_k, dot_k
+    th = best_th
+    if found:
+        ln_lo, r_lo, _ = _sliding(G, v0, tn, mu, lo_th)
+        for _ in range(60):
+            mid = 0.5 * (lo_th + hi_th)
+            ln_m, r_m, _ = _sliding(G, v0, tn, mu, mid)
+            if (r_m <= 0.0) == (r_lo <= 0.0):
+                lo_th, r_lo = mid, r_m
+            else:
+                hi_th = mid
+        th = 0.5 * (lo_th + hi_th)
+    ln, _, _ = _sliding(G, v0, tn, mu, th)
+    ln = max(ln, 0.0)
+    lam_out[0] = ln * mu * math.cos(th)
+    lam_out[1] = ln * mu * math.sin(th)
+    lam_out[2] = ln
+
+
+@njit(cache=True)
+def block_gauss_seidel(G, v, lam, target, lo, hi, block_start, block_kind, block_mu,
+                       max_iterations, tolerance):
+    """Sweep the blocks (a scalar box row, or a 3-row contact), solving each exactly given the
+    others; `v` and `lam` are updated in place. Returns (sweeps, largest velocity change of the
+    last sweep)."""
+    nb = block_start.shape[0]
+    m = lam.shape[0]
+    residual = 0.0
+    sweeps = 0
+    Gb = np.zeros((3, 3))
+    v0 = np.zeros(3)
+    new = np.zeros(3)
+    for sweep in range(1, max_iterations + 1):
+        sweeps = sweep
+        residual = 0.0
+        for b in range(nb):
+            i = block_start[b]
+            if block_kind[b] == SCALAR:
+                g = G[i, i]
+                x = lam[i] + (target[i] - v[i]) / g
+                if x < lo[i]:
+                    x = lo[i]
+                elif x > hi[i]:
+                    x = hi[i]
+                d = x - lam[i]
+                if d != 0.0:
+                    for k in range(m):
+                        v[k] += G[k, i] * d
+                    lam[i] = x
+                    change = abs(d) * g
+                    if change > residual:
+                        residual = change
+            else:
+                for r in range(3):
+                    for c in range(3):
+                        Gb[r, c] = G[i + r, i + c]
+                for r in range(3):
+                    acc = v[i + r]
+                    for c in range(3):
+                        acc -= Gb[r, c] * lam[i + c]
+                    v0[r] = acc
+                solve_contact(Gb, v0, target[i + 2], block_mu[b], new)
+                for c in range(3):
+                    d = new[c] - lam[i + c]
+                    if d != 0.0:
+                        for k in range(m):
+                            v[k] += G[k, i + c] * d
+                        lam[i + c] = new[c]
+                        change = abs(d) * Gb[c, c]
+                        if change > residual:
+                            residual = change
+        if residual <= tolerance:
+            break
+    return sweeps, residual

@@ -1,0 +1,95 @@
+"""integrate2 of several systems at once: their joint rows and the contacts between them (and
+with the static world) form one impulse problem (spec step 4), because a contact between two robots
+couples their velocities.
+
+The unknown velocity is every system's u one after the other; J stacks the rows of all, and the
+response to the impulses is block diagonal, blockdiag(M~_s^-1) J^T (one Cholesky per system).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raisimcli.physics.step.contact_solver import CONTACT
+from raisimcli.physics.step.solver import Rows, solve_impulses
+
+
+def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None = None) -> dict:
+    """Steps 7-12 for `systems` with `contacts` (see raisimcli.physics.contacts). Returns the
+    impulses by row key, for the next step's warm start."""
+    stages = [s._prepare(dt) for s in systems]
+    offsets = np.cumsum([0] + [s.nv for s in systems])
+    N = int(offsets[-1])
+    index = {id(s): k for k, s in enumerate(systems)}
+    parts = []
+    for k, (s, st) in enumerate(zip(systems, stages)):
+        r = st["joint_rows"]
+        if r.m:
+            J = np.zeros((r.m, N))
+            J[:, offsets[k]:offsets[k + 1]] = r.J
+            parts.append(Rows(J, r.target, r.lo, r.hi, r.source, r.key, r.block_start,
+                              r.block_kind, r.block_mu))
+    if contacts:
+        u_now = np.concatenate([s.u for s in systems])
+        parts.append(_contact_rows(contacts, systems, index, offsets, N, dt, u_now))
+    rows = Rows.stack(parts) if parts else Rows.empty(N)
+    u_star = np.concatenate([st["u_star"] for st in stages]) if systems else np.zeros(0)
+    response = np.zeros((N, rows.m))
+    for k, st in enumerate(stages):
+        cols = slice(offsets[k], offsets[k + 1])
+        if rows.m:
+            response[cols] = st["factor"].solve(rows.J[:, cols].T)
+    impulse0 = None
+    if warm_start and rows.m:
+        impulse0 = np.array([warm_start.get(key, 0.0) for key in rows.key])
+    limits = [s.solver_max_iterations for s in systems]
+    tolerances = [s.solver_tolerance for s in systems]
+    result = solve_impulses(rows, u_star, response, impulse0=impulse0,
+                            max_iterations=max(limits) if limits else 1,
+                            tolerance=min(tolerances) if tolerances else 0.0)
+    lam = result.impulse
+    if contacts:
+        _report_contact_impulses(contacts, rows, lam, dt)
+    for k, (s, st) in enumerate(zip(systems, stages)):
+        cols = slice(offsets[k], offsets[k + 1])
+        by_source = {}
+        for source in dict.fromkeys(rows.source):
+            sel = [i for i, src in enumerate(rows.source) if src == source]
+            g = rows.J[sel][:, cols].T @ lam[sel]
+            if np.any(g):
+                by_source[source] = g
+        point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)]
+        s._finish(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
+                  any(c.touches(s) for c in contacts))
+    return {key: float(x) for key, x in zip(rows.key, lam)}
+
+
+def _contact_rows(contacts, systems, index, offsets, N, dt, u_now) -> Rows:
+    m = 3 * len(contacts)
+    J = np.zeros((m, N))
+    target = np.zeros(m)
+    keys, source = [], []
+    for c_i, c in enumerate(contacts):
+        r = 3 * c_i
+        frame = c.frame  # columns t1, t2, n (n from B to A)
+        for system, body, sign in ((c.system_a, c.body_a, 1.0), (c.system_b, c.body_b, -1.0)):
+            if system is None or id(system) not in index:
+                continue
+            k = index[id(system)]
+            J_lin, _ = system._jacobians_at(body, c.position)
+            J[r:r + 3, offsets[k]:offsets[k + 1]] += sign * (frame.T @ J_lin)
+        target[r + 2] = c.target_normal_velocity(dt, float(J[r + 2] @ u_now))
+        keys += [(c.key, 0), (c.key, 1), (c.key, 2)]
+        source += ["contacts"] * 3
+    starts = 3 * np.arange(len(contacts), dtype=np.int64)
+    return Rows(J, target, np.zeros(m), np.zeros(m), source, keys, starts,
+                np.full(len(contacts), CONTACT, dtype=np.int64),
+                np.array([c.mu for c in contacts], dtype=np.float64))
+
+
+def _report_contact_impulses(contacts, rows, lam, dt) -> None:
+    first = rows.source.index("contacts")
+    for c_i, c in enumerate(contacts):
+        local = lam[first + 3 * c_i:first + 3 * c_i + 3]
+        c.impulse_contact = local.copy()
+        c.impulse = c.frame @ local

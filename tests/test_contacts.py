@@ -1,0 +1,324 @@
+"""Contacts against analytic results: resting, sliding, an incline, bounces, the cone, momentum,
+a standing quadruped, and inverse dynamics with contact loads."""
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import assert_close, robot
+from raisimcli.model import load_urdf, load_urdf_string
+from raisimcli.physics import World
+
+G = 9.81
+
+
+def box_urdf(mass=2.0, size=(0.2, 0.2, 0.2), shape="box"):
+    a, b, c = size
+    geom = f'<box size="{a} {b} {c}"/>' if shape == "box" else f'<sphere radius="{a}"/>'
+    I = (mass * (b * b + c * c) / 12, mass * (a * a + c * c) / 12, mass * (a * a + b * b) / 12) \
+        if shape == "box" else (0.4 * mass * a * a,) * 3
+    return (f'<robot name="{shape}"><link name="body"><inertial><mass value="{mass}"/>'
+            f'<inertia ixx="{I[0]}" iyy="{I[1]}" izz="{I[2]}" ixy="0" ixz="0" iyz="0"/>'
+            f'</inertial><collision><geometry>{geom}</geometry></collision></link></robot>')
+
+
+def world_with_box(dt=0.001, z=0.1, friction=0.8, restitution=0.0, shape="box", size=(0.2,) * 3,
+                   mass=2.0, name=None):
+    w = World(dt)
+    w.add_ground(0.0)
+    w.set_default_material(friction, restitution)
+    r = w.add_articulated_system(load_urdf_string(box_urdf(mass, size, shape)), name=name)
+    q = r.get_generalized_coordinate()
+    q[2] = z
+    r.set_state(q, np.zeros(6))
+    return w, r
+
+
+def test_box_rests_without_drift_or_jitter():
+    w, r = world_with_box()
+    z = []
+    for k in range(10_000):  # 10 s
+        w.integrate()
+        if k > 100:
+            z.append(r.q[2])
+        normal = sum(c.impulse[2] for c in w.contacts) / w.dt
+    assert np.abs(r.q[:3] - [0, 0, 0.1]).max() < 1e-6
+    assert np.ptp(z) < 1e-9                                   # no jitter
+    assert normal == pytest.approx(2.0 * G, rel=1e-6)
+    assert np.abs(r.u).max() < 1e-9
+
+
+def test_sliding_block_stops_after_v0_squared_over_2_mu_g():
+    mu, v0 = 0.5, 2.0
+    w, r = world_with_box(friction=mu, dt=0.0005)
+    for _ in range(50):  # settle
+        w.integrate()
+    q = r.get_generalized_coordinate()
+    u = np.zeros(6)
+    u[0] = v0
+    r.set_state(q, u)
+    x0 = r.q[0]
+    for _ in range(4000):
+        w.integrate()
+        if r.u[0] <= 1e-9:
+            break
+    distance = r.q[0] - x0
+    assert distance == pytest.approx(v0 ** 2 / (2 * mu * G), rel=5e-3)
+    assert abs(r.q[1]) < 1e-9                                  # no sideways drift
+    for _ in range(200):
+        w.integrate()
+    assert abs(r.u[0]) < 1e-9                                  # stays stopped
+
+
+def incline_world(theta, mu, dt=0.0005):
+    w = World(dt)
+    w.set_default_material(mu)
+    # a wide slab as the incline: its top face through the origin, tilted by theta about y
+    R = np.array([[math.cos(theta), 0, math.sin(theta)], [0, 1, 0],
+                  [-math.sin(theta), 0, math.cos(theta)]])
+    w.add_box("incline", [10.0, 2.0, 1.0], position=R @ np.array([0, 0, -0.5]),
+              rpy=(0.0, theta, 0.0))
+    r = w.add_articulated_system(load_urdf_string(box_urdf()))
+    q = r.get_generalized_coordinate()
+    q[:3] = R @ np.array([0.0, 0.0, 0.1])
+    half = theta / 2
+    q[3:7] = [math.cos(half), 0, math.sin(half), 0]
+    r.set_state(q, np.zeros(6))
+    return w, r, R
+
+
+@pytest.mark.parametrize("theta,mu", [(0.3, 0.5), (0.45, 0.5), (0.5, 0.3)])
+def test_incline_sticks_or_slides(theta, mu):
+    w, r, R = incline_world(theta, mu)
+    for _ in range(200):
+        w.integrate()
+    s0 = (R.T @ r.q[:3])[0]
+    v_start = (R.T @ r.u[:3])[0]
+    T = 0.5
+    for _ in range(int(T / w.dt)):
+        w.integrate()
+    along = R.T @ r.q[:3]
+    v = (R.T @ r.u[:3])[0]
+    if math.tan(theta) < mu:
+        assert abs(along[0] - s0) < 1e-6 and abs(v) < 1e-6     # sticks
+    else:
+        a = G * (math.sin(theta) - mu * math.cos(theta))  # Ry(theta) turns x down the slope
+        assert (v - v_start) / T == pytest.approx(a, rel=5e-3)
+
+
+@pytest.mark.parametrize("e", [0.0, 0.5, 0.8])
+def test_drop_bounce_height(e):
+    h0, r_ball = 0.5, 0.05
+    w, r = world_with_box(dt=0.0002, z=h0 + r_ball, restitution=e, shape="sphere",
+                          size=(r_ball, 0, 0), mass=1.0)
+    z, vz, energy = [], [], []
+    for _ in range(int(1.0 / w.dt)):
+        w.integrate()
+        z.append(r.q[2] - r_ball)
+        vz.append(r.u[2])
+        energy.append(r.get_kinetic_energy() + r.get_potential_energy())
+    z, vz, energy = np.array(z), np.array(vz), np.array(energy)
+    impact = int(np.argmax(vz >= 0))          # the first step that stops the fall
+    assert 0 < impact and z[impact] < 2 * w.dt * abs(vz[impact - 1])  # at the ground
+    after = z[impact:]
+    if e == 0:
+        assert after.max() - after.min() < 1e-6 and after.min() > -1e-6   # no bounce
+    else:
+        assert after.max() == pytest.approx(e * e * h0, rel=0.02)
+    assert np.all(np.diff(energy) <= 1e-9 * abs(energy[0]))    # the energy never rises
+
+
+def test_impulses_in_their_cones_and_separating_contacts_carry_nothing():
+    w = World(0.001)
+    w.add_ground(0.0)
+    r = w.add_articulated_system(load_urdf(robot("quadruped.urdf")))
+    q = r.get_generalized_coordinate()
+    q[2] = 0.55
+    q[7:] = [0.1, 0.6, -1.2, -0.1, 0.6, -1.2, 0.1, -0.6, 1.2, -0.1, -0.6, 1.2][:12]
+    r.set_state(q, np.random.default_rng(0).normal(size=18) * 0.5)
+    r.set_pd_gains(np.full(18, 80.0), np.full(18, 2.0))
+    r.set_pd_target(q, np.zeros(18))
+    seen = 0
+    for _ in range(600):
+        w.integrate()
+        for c in w.contacts:
+            lt, ln = c.impulse_contact[:2], c.impulse_contact[2]
+            assert ln >= -1e-12
+            assert np.linalg.norm(lt) <= c.mu * ln + 1e-10
+            if c.distance > 0 and ln > 0:
+                seen += 1
+    assert len(w.contacts) > 0
+
+
+def test_two_free_bodies_colliding_conserve_momentum():
+    w = World(0.001, gravity=(0, 0, 0))
+    a = w.add_articulated_system(load_urdf_string(box_urdf(1.0, (0.1, 0, 0), "sphere")), name="a")
+    b = w.add_articulated_system(load_urdf_string(box_urdf(3.0, (0.1, 0, 0), "sphere")), name="b")
+    qa, qb = a.get_generalized_coordinate(), b.get_generalized_coordinate()
+    qa[:3] = [-0.3, 0.01, 0.0]
+    qb[:3] = [0.3, 0.0, 0.0]
+    ua, ub = np.zeros(6), np.zeros(6)
+    ua[0], ub[0] = 2.0, -0.5
+    a.set_state(qa, ua)
+    b.set_state(qb, ub)
+    P0 = a.get_linear_momentum() + b.get_linear_momentum()
+    touched = False
+    for _ in range(500):
+        w.integrate()
+        for c in w.contacts:
+            if np.any(c.impulse):
+                touched = True
+                on_a = c.impulse if c.system_a is a else -c.impulse
+                assert np.any(on_a)
+        assert_close(a.get_linear_momentum() + b.get_linear_momentum(), P0, rtol=1e-10,
+                     atol=1e-10)
+    assert touched and a.u[0] < 2.0 and b.u[0] > -0.5
+
+
+def test_quadruped_stands_under_pd():
+    w = World(0.001)
+    w.add_ground(0.0)
+    r = w.add_articulated_system(load_urdf(robot("quadruped.urdf")))
+    stand = r.get_generalized_coordinate()
+    legs = [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
+    stand[7:] = [0.0, 0.6, -1.2, 0.0, 0.6, -1.2, 0.0, -0.6, 1.2, 0.0, -0.6, 1.2]
+    del legs
+    # the feet's height at this pose sets the base height: put the feet on the ground
+    r.set_state(stand, np.zeros(18))
+    foot_z = min(r.get_frame_position(f"{leg}_foot")[2] for leg in ("LF", "RF", "LH", "RH"))
+    stand[2] += -foot_z + 0.03
+    r.set_state(stand, np.zeros(18))
+    r.set_pd_gains(np.full(18, 300.0), np.full(18, 10.0))
+    r.set_pd_target(stand, np.zeros(18))
+    for _ in range(3000):  # settle 3 s
+        w.integrate()
+    base0 = r.q[:3].copy()
+    pen = 0.0
+    for _ in range(10_000):  # 10 s
+        w.integrate()
+        pen = max(pen, max((c.penetration for c in w.contacts), default=0.0))
+    normal = sum(c.impulse[2] for c in w.contacts) / w.dt
+    assert normal == pytest.approx(r.model.total_mass * G, rel=1e-3)
+    assert np.linalg.norm(r.q[:3] - base0) < 1e-3
+    assert pen < 1e-3
+
+
+def test_inverse_dynamics_with_contacts_root_carries_nothing():
+    w, r = world_with_box()
+    r.set_compute_inverse_dynamics(True)
+    for _ in range(100):
+        w.integrate()
+    assert np.abs(r.get_force_at_joint_in_world_frame("root")).max() < 1e-9
+    assert np.abs(r.get_torque_at_joint_in_world_frame("root")).max() < 1e-9
+    assert r.torque["contacts"][2] == pytest.approx(2.0 * G, rel=1e-9)
+
+
+def test_pd_mode_replaces_euler_after_first_contact():
+    w, r = world_with_box(z=0.3)
+    r.set_integration_scheme("EULER")
+    r.set_pd_gains(np.zeros(6), np.zeros(6))   # PD mode (the base gains are zero anyway)
+    assert r.effective_scheme() == "EULER"
+    while not any(np.any(c.impulse) for c in w.contacts):
+        w.integrate()
+    assert r.effective_scheme() == "SEMI_IMPLICIT"   # from the step after the first contact
+    r.set_state(r.q, r.u)                            # until the state is set again
+    assert r.effective_scheme() == "EULER"
+    r.set_control_mode("FORCE_AND_TORQUE")
+    w.integrate()
+    assert r.effective_scheme() == "EULER"           # the rule is for the PD mode only
+
+
+def test_newton_euler_of_the_standing_quadruped_with_contact_forces():
+    """Settle the quadruped on the ground, then one step of 1e-7 s with inverse dynamics: the root
+    carries nothing, and every body's wrenches (joints, gravity, contact forces) balance its rate
+    of change of momentum from finite differences."""
+    w = World(0.001)
+    w.add_ground(0.0)
+    r = w.add_articulated_system(load_urdf(robot("quadruped.urdf")))
+    q = r.get_generalized_coordinate()
+    q[2], q[7:] = 0.4485, [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
+    r.set_state(q, np.zeros(18))
+    r.set_pd_gains(np.full(18, 300.0), np.full(18, 10.0))
+    r.set_pd_target(q, np.zeros(18))
+    for _ in range(1000):
+        w.integrate()
+    w.set_time_step(1e-7)
+    r.set_compute_inverse_dynamics(True)
+    m = r.model
+    links = {link.name: link for link in m.links}
+
+    def momenta():
+        out = {}
+        for b, names in enumerate(m.bodies):
+            if b == 0:
+                continue
+            mass, mc, parts = 0.0, np.zeros(3), []
+            for name in names:
+                ine = links[name].inertial
+                R = r.get_frame_orientation(name)
+                c = r.get_frame_position(name) + R @ ine.com
+                v, wv = r.get_frame_velocity(name)
+                parts.append((ine.mass, c, v + np.cross(wv, R @ ine.com), R @ ine.inertia @ R.T, wv))
+                mass += ine.mass
+                mc += ine.mass * c
+            com = mc / mass
+            P = sum(p[0] * p[2] for p in parts)
+            L = sum(p[3] @ p[4] + p[0] * np.cross(p[1] - com, p[2]) for p in parts)
+            out[b] = (mass, com, P, L)
+        return out
+
+    before = momenta()
+    joint_pos = {j.name: r.get_frame_position(j.child) for j in m.joints}
+    w.integrate()
+    after = momenta()
+    assert len(w.contacts) == 4 and all(c.impulse[2] > 0 for c in w.contacts)
+    assert np.abs(r.get_force_at_joint_in_world_frame("root")).max() < 1e-6
+    assert np.abs(r.get_torque_at_joint_in_world_frame("root")).max() < 1e-6
+    parent = {links[j.child].body: j for j in m.joints if j.type != "fixed"}
+    for b, (mass, com, P0, L0) in before.items():
+        dP, dL = (after[b][2] - P0) / w.dt, (after[b][3] - L0) / w.dt
+        j = parent[b]
+        F = r.get_force_at_joint_in_world_frame(j.name)
+        T = r.get_torque_at_joint_in_world_frame(j.name) + np.cross(joint_pos[j.name] - com, F)
+        for c in m.joints:
+            if c.type != "fixed" and c.parent in m.bodies[b]:
+                Fc = r.get_force_at_joint_in_world_frame(c.name)
+                F = F - Fc
+                T = T - r.get_torque_at_joint_in_world_frame(c.name) - np.cross(
+                    joint_pos[c.name] - com, Fc)
+        F = F + mass * np.array([0, 0, -G])
+        for c in w.contacts:
+            if links[c.link_a].body == b:
+                f = c.impulse / w.dt
+                F = F + f
+                T = T + np.cross(c.position - com, f)
+        scale = max(1.0, np.abs(dP).max(), np.abs(F).max())
+        assert_close(F, dP, rtol=1e-6, atol=1e-6 * scale, what=f"force {b}")
+        assert_close(T, dL, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(dL).max()), what=f"torque {b}")
+
+
+def test_contacts_in_the_log(tmp_path):
+    import h5py
+    from click.testing import CliRunner
+    from conftest import SCENARIOS
+    from raisimcli.cli.main import cli
+    out = tmp_path / "o.h5"
+    r = CliRunner().invoke(cli, ["run", f"{SCENARIOS}/quadruped_stand.toml", "-q", "-o",
+                                 str(out), "--duration", "0.5"])
+    assert r.exit_code == 0, r.output
+    with h5py.File(out) as f:
+        g = f["contacts"]
+        count, start = g["count"][()], g["start"][()]
+        assert count.shape == (500,) and count[-1] == 4
+        assert start[-1] + count[-1] == g["position"].shape[0]
+        names = [n.decode() for n in g["body_names"][()]]
+        last = slice(start[-1], start[-1] + count[-1])
+        feet = sorted(names[i] for i in g["body_a"][last])
+        assert feet == sorted(f"quadruped/{leg}_foot" for leg in ("LF", "LH", "RF", "RH"))
+        assert {names[i] for i in g["body_b"][last]} == {"ground"}
+        weight = 22.6 * G
+        assert g["force"][last][:, 2].sum() == pytest.approx(weight, rel=1e-3)
+        assert_close(g["force"][last], g["impulse_world"][last] / 0.001, rtol=1e-12)
+        tau = f["robots/quadruped/torque/contacts"][-1]
+        assert tau[2] == pytest.approx(weight, rel=1e-3)      # vertical: the contacts hold it up
