@@ -139,16 +139,26 @@ def test_impulses_in_their_cones_and_separating_contacts_carry_nothing():
     r.set_state(q, np.random.default_rng(0).normal(size=18) * 0.5)
     r.set_pd_gains(np.full(18, 80.0), np.full(18, 2.0))
     r.set_pd_target(q, np.zeros(18))
-    seen = 0
+    pushing = separating = sliding = 0
     for _ in range(600):
         w.integrate()
         for c in w.contacts:
             lt, ln = c.impulse_contact[:2], c.impulse_contact[2]
+            v = c.velocity_contact
             assert ln >= -1e-12
-            assert np.linalg.norm(lt) <= c.mu * ln + 1e-10
-            if c.distance > 0 and ln > 0:
-                seen += 1
-    assert len(w.contacts) > 0
+            assert np.linalg.norm(lt) <= c.mu * ln * (1 + 1e-9) + 1e-12
+            # to the solver's convergence (iterated to 1e-12 per sweep, at most 200 sweeps):
+            assert v[2] >= c.target - 1e-6                 # no contact closes beyond its target
+            if v[2] > c.target + 1e-6:                     # separating: it carries nothing
+                assert np.abs(c.impulse_contact).max() < 1e-12
+                separating += 1
+            elif ln > 1e-9:
+                pushing += 1
+                if np.linalg.norm(v[:2]) > 1e-6:           # sliding: on the cone, opposing
+                    assert np.linalg.norm(lt) == pytest.approx(c.mu * ln, rel=1e-6)
+                    assert lt @ v[:2] < 0
+                    sliding += 1
+    assert pushing > 0 and separating > 0
 
 
 def test_two_free_bodies_colliding_conserve_momentum():
@@ -322,3 +332,36 @@ def test_contacts_in_the_log(tmp_path):
         assert_close(g["force"][last], g["impulse_world"][last] / 0.001, rtol=1e-12)
         tau = f["robots/quadruped/torque/contacts"][-1]
         assert tau[2] == pytest.approx(weight, rel=1e-3)      # vertical: the contacts hold it up
+
+
+def _fingers_urdf():
+    def finger(name, y, axis):
+        return (f'<joint name="{name}_slide" type="prismatic"><parent link="base"/>'
+                f'<child link="{name}"/><origin xyz="0 {y} 0"/><axis xyz="0 {axis} 0"/></joint>'
+                f'<link name="{name}"><inertial><mass value="0.2"/><inertia ixx="1e-4" iyy="1e-4" '
+                f'izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial><collision><geometry>'
+                f'<box size="0.02 0.02 0.05"/></geometry></collision></link>')
+    return ('<robot name="pinch"><link name="world"/><joint name="mount" type="fixed">'
+            '<parent link="world"/><child link="base"/></joint><link name="base"><inertial>'
+            '<mass value="1"/><inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/>'
+            '</inertial></link>' + finger("left", 0.1, -1) + finger("right", -0.1, 1) +
+            "</robot>")
+
+
+@pytest.mark.parametrize("self_collision", [True, False])
+def test_self_collision_is_opt_in(self_collision):
+    """Two fingers pushed toward each other: with self-collision they stop at touching (their
+    1 cm half-widths), without it they pass through each other."""
+    w = World(0.001, gravity=(0, 0, 0))
+    r = w.add_articulated_system(load_urdf_string(_fingers_urdf()))
+    w.configure_contacts(r, self_collision=self_collision)
+    r.set_generalized_force([1.0, 1.0])
+    for _ in range(1500):
+        w.integrate()
+    gap = (0.1 - r.q[0]) - (-0.1 + r.q[1])  # distance between the finger centres
+    if self_collision:
+        assert gap == pytest.approx(0.02, abs=1e-5)
+        assert np.abs(r.u).max() < 1e-6
+        assert r.torque["contacts"] == pytest.approx([-1.0, -1.0], rel=1e-6)
+    else:
+        assert gap < 0.0

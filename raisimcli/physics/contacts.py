@@ -47,8 +47,9 @@ class Contact:
     """One contact point. `system_a`/`body_a`/`link_a`: the robot body; `system_b` (None for the
     static world), `body_b`, `name_b` (a link, "ground" or a box's name). `position` (3,) world;
     `frame` (3, 3): columns t1, t2, n (n from B to A); `distance`: signed, negative when
-    penetrating. After the step: `impulse` (3,) on A in the world frame (B receives the opposite)
-    and `impulse_contact` (t1, t2, n)."""
+    penetrating. After the step: `impulse` (3,) on A in the world frame (B receives the opposite),
+    `impulse_contact` (t1, t2, n), and `velocity_contact` (t1, t2, n), A's velocity relative to B
+    at the point at the step's end, with the normal `target` it had to reach."""
 
     system_a: object
     body_a: int
@@ -67,6 +68,8 @@ class Contact:
     key: tuple
     impulse: np.ndarray = field(default_factory=lambda: np.zeros(3))
     impulse_contact: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    velocity_contact: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    target: float = 0.0  # the normal velocity target of the step
 
     @property
     def normal(self) -> np.ndarray:

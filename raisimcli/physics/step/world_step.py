@@ -49,7 +49,7 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
                             tolerance=min(tolerances) if tolerances else 0.0)
     lam = result.impulse
     if contacts:
-        _report_contact_impulses(contacts, rows, lam, dt)
+        _report_contact_impulses(contacts, rows, lam, result.u_next)
     for k, (s, st) in enumerate(zip(systems, stages)):
         cols = slice(offsets[k], offsets[k + 1])
         by_source = {}
@@ -87,9 +87,12 @@ def _contact_rows(contacts, systems, index, offsets, N, dt, u_now) -> Rows:
                 np.array([c.mu for c in contacts], dtype=np.float64))
 
 
-def _report_contact_impulses(contacts, rows, lam, dt) -> None:
+def _report_contact_impulses(contacts, rows, lam, u_next) -> None:
     first = rows.source.index("contacts")
     for c_i, c in enumerate(contacts):
-        local = lam[first + 3 * c_i:first + 3 * c_i + 3]
+        r = first + 3 * c_i
+        local = lam[r:r + 3]
         c.impulse_contact = local.copy()
         c.impulse = c.frame @ local
+        c.velocity_contact = rows.J[r:r + 3] @ u_next  # A relative to B, (t1, t2, n)
+        c.target = float(rows.target[r + 2])
