@@ -23,6 +23,8 @@ EXPECTED = {
     "spherical_chain.urdf": ("fixed", 5, 4, 2),
     "acme_s400.urdf": ("fixed", 4, 4, 4),
     "box.urdf": ("floating", 7, 6, 1),
+    "parallelogram.urdf": ("fixed", 4, 4, 4),
+    "fivebar_leg.urdf": ("fixed", 5, 5, 5),
 }
 
 

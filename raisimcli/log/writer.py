@@ -168,6 +168,20 @@ class LogWriter:
                               lambda: system.joint_wrenches.actuation,
                               "N m or N along the joint axis (NaN: not a 1-DoF joint)",
                               names=f"{p}/joint_names"))
+        if "constraints" in signals and system.constraints:
+            g.create_dataset("constraint_names", data=[c.name for c in system.constraints],
+                             dtype=_STR)
+            nc = len(system.constraints)
+            ch.append(Channel(f"{p}/constraints/impulse", (nc, 3),
+                              lambda: system.constraint_impulses,
+                              "N s: loops, on body1 in the world frame (body2 gets the opposite); "
+                              "mimic: the follower's generalized impulse in entry 0",
+                              names=f"{p}/constraint_names"))
+            ch.append(Channel(f"{p}/constraints/error", (nc, 3),
+                              lambda: system.constraint_errors,
+                              "m or rad at the step's start: pin p1 - p2 (world), equality "
+                              "a_i . (p1 - p2), mimic q_f - m q_l - c in entry 0",
+                              names=f"{p}/constraint_names"))
         if "solver" in signals:
             ch.append(Channel(f"{p}/solver/iterations", (), lambda: system.solver_iterations,
                               "1", dtype=np.int32))

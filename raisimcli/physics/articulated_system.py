@@ -109,6 +109,10 @@ class ArticulatedSystem:
         self.solver_max_iterations = DEFAULT_MAX_ITERATIONS
         self.solver_tolerance = DEFAULT_TOLERANCE
         self.had_contact = False  # set by the contact solver; spec step 6 replacement rule
+        self.constraints: list = []     # loop and mimic constraints (raisimcli.physics.constraints)
+        self.constraint_erp = 1.5
+        self.constraint_impulses = None  # per constraint: (3,) world vector, or (1,) for a mimic
+        self.constraint_errors = None    # per constraint, at the last step's start
         self.compute_inverse_dynamics = False
         self.last_contacts: list = []  # set by the World after each step
         self.joint_wrenches = None  # JointWrenches of the last step, when computed
@@ -118,6 +122,8 @@ class ArticulatedSystem:
         self._w = None
         self._w_key = None
         self._spring_vectors()
+
+        self._constraints_from_model()
 
         # per-step buffers: results of the last step, read by the API and the log
         self.torque: dict[str, np.ndarray] = {}
@@ -584,8 +590,8 @@ class ArticulatedSystem:
 
     @property
     def has_constraints(self) -> bool:
-        """Loop or mimic constraints (eliminated before the solver; a later stage)."""
-        return False
+        """Loop or mimic constraints (eliminated before the solver)."""
+        return bool(self.constraints)
 
     def integrate1(self, dt: float) -> None:
         """Integration Steps 1-6: w, kinematics, M, h (and, with contacts, collision detection and
@@ -609,6 +615,13 @@ class ArticulatedSystem:
             self.integrate1(dt)
         s = self._explicit_stage(self.q, self.u, dt)
         s["joint_rows"] = self.joint_rows.rows(self.q, s["u_star"], dt)
+        s["u_free"] = s["u_star"]  # the solver's starting velocity: u*, or u_0 with constraints
+        if self.constraints:
+            from raisimcli.physics.constraints import Elimination, beta, constraint_rows
+            J, e, spans = constraint_rows(self)
+            elim = Elimination(J, e, s["factor"], s["u_star"], beta(self.constraint_erp, dt))
+            s["elimination"], s["constraint_spans"] = elim, spans
+            s["u_free"] = elim.u0
         return s
 
     def _finish(self, dt: float, s: dict, u_solved: np.ndarray, impulse_by_source: dict,
@@ -619,6 +632,8 @@ class ArticulatedSystem:
         q, u = self.q, self.u
         scheme = self.effective_scheme()
         self.solver_iterations = iterations
+        if "elimination" in s:
+            point_loads = point_loads + self._constraint_report(s, dt, impulse_by_source)
         if scheme == "RUNGE_KUTTA_4":
             q_next, u_next, table = self._runge_kutta_4(dt, s, u + (u_solved - s["u_star"]),
                                                         impulse_by_source)
@@ -715,6 +730,97 @@ class ArticulatedSystem:
     def get_joint_actuation(self, joint: str) -> float:
         """axis . torque (revolute) or axis . force (prismatic) at `joint` in the last step."""
         return float(self._wrenches().actuation[self._joint_index(joint)])
+
+    # ============================================================================================
+    # loop and mimic constraints (spec: "Kinematic loops")
+    # ============================================================================================
+    def _constraints_from_model(self) -> None:
+        """The URDF's loop constraints (body2's anchor attached where body1's anchor is at the
+        nominal configuration, the current one at load) and mimic joints."""
+        for k, c in enumerate(self.model.constraints):
+            if c.kind == "pin":
+                self.add_pin_constraint(c.body1, c.body2, c.anchor, name=f"{c.kind}{k}")
+            else:
+                self.add_equality_constraint(c.body1, c.body2, c.anchor, c.axes,
+                                             name=f"{c.kind}{k}")
+        for j in self.model.moving_joints:
+            if j.mimic is not None:
+                self.add_mimic_constraint(j.name, j.mimic.joint, j.mimic.multiplier,
+                                          j.mimic.offset)
+
+    def _attach(self, link1, link2, anchor):
+        self._frame(link1)
+        self._frame(link2)
+        if self._body_of(link1) == self._body_of(link2):
+            raise StateError(f"{self.name}: {link1!r} and {link2!r} are one rigid body")
+        a1 = self._check(anchor, 3, "anchor")
+        p1 = self.get_frame_position(link1) + self.get_frame_orientation(link1) @ a1
+        a2 = self.get_frame_orientation(link2).T @ (p1 - self.get_frame_position(link2))
+        return a1, a2
+
+    def add_pin_constraint(self, link1: str, link2: str, anchor, name: str | None = None):
+        """Hold `anchor` (link1's frame) and the point of link2 coincident with it now together
+        in all three directions."""
+        from raisimcli.physics.constraints import LoopConstraintState
+        a1, a2 = self._attach(link1, link2, anchor)
+        self.constraints.append(LoopConstraintState(name or f"pin{len(self.constraints)}", "pin",
+                                                    link1, link2, a1, a2, np.eye(3)))
+
+    def add_equality_constraint(self, link1: str, link2: str, anchor, axes,
+                                name: str | None = None):
+        """Hold them together along one or two axes fixed in link1 (its frame)."""
+        from raisimcli.physics.constraints import LoopConstraintState
+        axes = np.atleast_2d(np.asarray(axes, dtype=float))
+        if axes.shape[1] != 3 or len(axes) not in (1, 2):
+            raise StateError(f"{self.name}: an equality constraint takes one or two axes (3,), "
+                             f"got {axes.shape}")
+        norms = np.linalg.norm(axes, axis=1)
+        if np.any(norms < 1e-12):
+            raise StateError(f"{self.name}: equality constraint axes must be non-zero")
+        axes = axes / norms[:, None]
+        if len(axes) == 2 and np.linalg.norm(np.cross(axes[0], axes[1])) < 1e-6:
+            raise StateError(f"{self.name}: the two axes of an equality constraint are parallel")
+        a1, a2 = self._attach(link1, link2, anchor)
+        self.constraints.append(LoopConstraintState(
+            name or f"equality{len(self.constraints)}", "equality", link1, link2, a1, a2, axes))
+
+    def add_mimic_constraint(self, follower: str, leader: str, multiplier: float = 1.0,
+                             offset: float = 0.0) -> None:
+        """q_follower = multiplier q_leader + offset, held by the same elimination."""
+        from raisimcli.physics.constraints import MimicConstraintState
+        f, l_ = self._joint(follower), self._joint(leader)
+        for j in (f, l_):
+            if j.nv != 1:
+                raise StateError(f"{self.name}: a mimic constraint needs revolute, continuous or "
+                                 f"prismatic joints; {j.name!r} is {j.type}")
+        if follower == leader:
+            raise StateError(f"{self.name}: joint {follower!r} cannot mimic itself")
+        self.constraints.append(MimicConstraintState(
+            f"mimic_{follower}", follower, leader, float(multiplier), float(offset),
+            f.u_slice.start, l_.u_slice.start, f.q_slice.start, l_.q_slice.start))
+
+    def _constraint_report(self, s: dict, dt: float, impulse_by_source: dict) -> list:
+        """Per-constraint impulses and errors of this step; their generalized impulse joins the
+        table; returns their forces as point loads (inverse dynamics)."""
+        elim = s["elimination"]
+        lam = elim.impulses(s["constraint_recover"], s["solver_impulses"])
+        impulse_by_source["constraints"] = elim.J_all.T @ lam
+        impulses, errors, loads = [], [], []
+        for c, (r0, r1, axes, points) in zip(self.constraints, s["constraint_spans"]):
+            if axes is None:
+                impulses.append(np.array([lam[r0], 0.0, 0.0]))
+                errors.append(np.array([elim.e_all[r0], 0.0, 0.0]))
+                continue
+            vec = axes.T @ lam[r0:r1]
+            err = np.zeros(3)
+            err[:r1 - r0] = elim.e_all[r0:r1]
+            impulses.append(vec)
+            errors.append(err)
+            loads.append(_PointLoad(c.link1, vec / dt, None, False, world_point=points[0]))
+            loads.append(_PointLoad(c.link2, -vec / dt, None, False, world_point=points[1]))
+        self.constraint_impulses = np.array(impulses)
+        self.constraint_errors = np.array(errors)
+        return loads
 
     def get_contacts(self) -> list:
         """The contacts of this system in the last step (see raisimcli.physics.contacts.Contact),

@@ -105,6 +105,7 @@ def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
     for r in scn.robots:
         system = w.add_articulated_system(r.model, name=r.name)
         system.solver_max_iterations, system.solver_tolerance = cs.max_iterations, cs.tolerance
+        system.constraint_erp = ws.erp
         if r.materials or r.self_collision:
             w.configure_contacts(system, r.materials, r.self_collision, r.self_collision_exclude)
         drivers.append(_RobotDriver(r, system))

@@ -219,13 +219,14 @@ class Robot(Strict):
         return v
 
 
-SIGNALS = ("state", "energy", "torque", "generalized_force", "actuators", "solver", "contacts")
+SIGNALS = ("state", "energy", "torque", "generalized_force", "actuators", "solver", "contacts",
+           "constraints")
 
 
 class Log(Strict):
     path: str | None = None
     signals: list[Literal["state", "energy", "torque", "generalized_force", "actuators",
-                          "solver", "contacts"]] = list(SIGNALS)
+                          "solver", "contacts", "constraints"]] = list(SIGNALS)
     decimation: Annotated[int, Field(ge=1)] = 1
     compression: Literal["gzip", "lzf", "none"] = "gzip"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 SOURCES = ("feedforward_pd", "damping", "actuators", "springs", "external", "joint_friction",
-           "joint_limits", "contacts")
+           "joint_limits", "contacts", "constraints")
 
 
 def torque_table(dt: float, du: np.ndarray, u: np.ndarray, u_next: np.ndarray,
@@ -26,6 +26,8 @@ def torque_table(dt: float, du: np.ndarray, u: np.ndarray, u_next: np.ndarray,
     joint_friction  lambda_f / dt
     joint_limits    the limits' share of J_c^T lambda_c / dt
     contacts        the contacts' share of J_c^T lambda_c / dt
+    constraints     J^T lambda / dt of the loop and mimic constraints (their term of the step's
+                    equation of motion, see "Equations of motion of a step")
     """
     out = {
         "feedforward_pd": tau_cmd - (0.5 * kd + 0.25 * dt * kp) * du,

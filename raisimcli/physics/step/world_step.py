@@ -33,12 +33,14 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         u_now = np.concatenate([s.u for s in systems])
         parts.append(_contact_rows(contacts, systems, index, offsets, N, dt, u_now))
     rows = Rows.stack(parts) if parts else Rows.empty(N)
-    u_star = np.concatenate([st["u_star"] for st in stages]) if systems else np.zeros(0)
+    u_star = np.concatenate([st["u_free"] for st in stages]) if systems else np.zeros(0)
     response = np.zeros((N, rows.m))
     for k, st in enumerate(stages):
         cols = slice(offsets[k], offsets[k + 1])
-        if rows.m:
-            response[cols] = st["factor"].solve(rows.J[:, cols].T)
+        Y = st["factor"].solve(rows.J[:, cols].T) if rows.m else np.zeros((systems[k].nv, 0))
+        if "elimination" in st:  # the constrained mechanism's response, M_c^-1 J_c^T
+            Y, st["constraint_recover"] = st["elimination"].response(Y)
+        response[cols] = Y
     impulse0 = None
     if warm_start and rows.m:
         impulse0 = np.array([warm_start.get(key, 0.0) for key in rows.key])
@@ -59,6 +61,7 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
             if np.any(g):
                 by_source[source] = g
         point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)]
+        st["solver_impulses"] = lam
         s._finish(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
                   any(c.touches(s) for c in contacts))
     return {key: float(x) for key, x in zip(rows.key, lam)}
