@@ -204,9 +204,14 @@ def test_redundant_parallelogram_and_toggle_pose_stay_finite():
     w, r = fourbar(gravity=(0, 0, 0))
     r.set_generalized_velocity([0, 0, 0])
     r.set_generalized_force([5.0, 0.0, 0.0])
+    q0 = r.q[0]
     for _ in range(3000):
         w.integrate()
         assert np.all(np.isfinite(r.u)) and np.abs(r.u).max() < 1e3
+    # a crank-rocker (0.4 + 1.2 <= 1.0 + 0.8): each turn of the crank takes the rocker through
+    # its two toggle poses, where coupler and rocker align and the loop's rows turn singular
+    assert abs(r.q[0] - q0) > 4 * np.pi
+    assert np.abs(r.constraint_errors).max() < 1e-3  # closed, at a few rad/s of crank speed
 
 
 def test_fourbar_statics_by_hand():
@@ -280,3 +285,22 @@ def test_gripper_follower_tracks_and_the_log_shows_the_coupling(tmp_path):
         assert [n.decode() for n in g["constraint_names"][()]] == ["mimic_right_finger_joint"]
         imp = g["constraints/impulse"][()]
         assert imp.shape == (2000, 1, 3) and np.abs(imp[:, 0, 0]).max() > 0
+
+
+def test_constraint_api_errors():
+    from raisimcli.errors import StateError
+    w = World(0.001)
+    r = w.add_articulated_system(load_urdf(robot("arm7.urdf")))
+    with pytest.raises(StateError, match="cannot mimic itself"):
+        r.add_mimic_constraint("a2", "a2")
+    with pytest.raises(StateError, match="parallel"):
+        r.add_equality_constraint("link1", "link3", [0, 0, 0], [[1, 0, 0], [2, 0, 0]])
+    with pytest.raises(StateError, match="one or two axes"):
+        r.add_equality_constraint("link1", "link3", [0, 0, 0], np.eye(3))
+    with pytest.raises(StateError, match="no link or joint named"):
+        r.add_pin_constraint("link1", "nowhere", [0, 0, 0])
+    with pytest.raises(StateError, match="one rigid body"):
+        r.add_pin_constraint("link7", "tool", [0, 0, 0])
+    q = World(0.001).add_articulated_system(load_urdf(robot("spherical_chain.urdf")))
+    with pytest.raises(StateError, match="revolute, continuous or prismatic"):
+        q.add_mimic_constraint("elbow", "ball")

@@ -365,3 +365,40 @@ def test_self_collision_is_opt_in(self_collision):
         assert r.torque["contacts"] == pytest.approx([-1.0, -1.0], rel=1e-6)
     else:
         assert gap < 0.0
+
+
+def test_a_mesh_collides_as_its_convex_hull(tmp_path):
+    """A floating body whose collision shape is an STL box mesh (0.35 x 0.08 x 0.06 m) rests on
+    the ground on its broad face: its origin settles 3 cm up, on four corner contacts."""
+    mesh = robot("acme_description/meshes/arm1.stl")
+    text = (f'<robot name="brick"><link name="b"><inertial><mass value="1"/><inertia ixx="0.001" '
+            f'iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial><collision><origin '
+            f'xyz="0 0 -0.03"/><geometry><mesh filename="{mesh}"/></geometry></collision></link>'
+            f'</robot>')
+    w = World(0.001)
+    w.add_ground(0.0)
+    r = w.add_articulated_system(load_urdf_string(text))
+    q = r.get_generalized_coordinate()
+    q[2] = 0.05
+    r.set_state(q, np.zeros(6))
+    for _ in range(1000):
+        w.integrate()
+    assert r.q[2] == pytest.approx(0.03, abs=1e-6)
+    assert len(w.contacts) == 4
+    assert sum(c.impulse[2] for c in w.contacts) / w.dt == pytest.approx(G, rel=1e-6)
+
+
+def test_material_pair_of_the_block_slide_scenario(tmp_path):
+    """scenarios/block_slide.toml: floor/steel friction 0.5 from a [[world.material_pair]], the
+    block launched at 2 m/s stops after v0^2 / (2 mu g)."""
+    import h5py
+    from click.testing import CliRunner
+    from conftest import SCENARIOS
+    from raisimcli.cli.main import cli
+    out = tmp_path / "s.h5"
+    res = CliRunner().invoke(cli, ["run", f"{SCENARIOS}/block_slide.toml", "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    with h5py.File(out) as f:
+        x = f["robots/block/q"][:, 0]
+        assert x[-1] - f["robots/block/initial_q"][0] == pytest.approx(4.0 / (2 * 0.5 * G),
+                                                                       rel=5e-3)

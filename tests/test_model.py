@@ -91,6 +91,21 @@ def test_random_trees(seed):
             assert np.linalg.norm(j.axis) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_inspect_cli_on_random_trees(tmp_path, seed):
+    import json
+    from click.testing import CliRunner
+    from raisimcli.cli.main import cli
+    rng = np.random.default_rng(100 + seed)
+    text, exp = random_tree(rng, int(rng.integers(1, 41)), bool(seed % 2))
+    p = tmp_path / "random.urdf"
+    p.write_text(text)
+    r = CliRunner().invoke(cli, ["inspect", str(p), "--json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert (s["nq"], s["nv"]) == (exp["nq"], exp["nv"])
+
+
 # urchin reads the standard elements independently of our reader
 URCHIN_ROBOTS = ["pendulum.urdf", "cartpole.urdf", "gripper.urdf", "spring_joint.urdf"]
 
