@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_close, robot
+from newton_euler import body_momenta, check_newton_euler
 from raisimcli.model import load_urdf, load_urdf_string
 from raisimcli.physics import World
 
@@ -257,55 +258,22 @@ def test_newton_euler_of_the_standing_quadruped_with_contact_forces():
     r.set_compute_inverse_dynamics(True)
     m = r.model
     links = {link.name: link for link in m.links}
-
-    def momenta():
-        out = {}
-        for b, names in enumerate(m.bodies):
-            if b == 0:
-                continue
-            mass, mc, parts = 0.0, np.zeros(3), []
-            for name in names:
-                ine = links[name].inertial
-                R = r.get_frame_orientation(name)
-                c = r.get_frame_position(name) + R @ ine.com
-                v, wv = r.get_frame_velocity(name)
-                parts.append((ine.mass, c, v + np.cross(wv, R @ ine.com), R @ ine.inertia @ R.T, wv))
-                mass += ine.mass
-                mc += ine.mass * c
-            com = mc / mass
-            P = sum(p[0] * p[2] for p in parts)
-            L = sum(p[3] @ p[4] + p[0] * np.cross(p[1] - com, p[2]) for p in parts)
-            out[b] = (mass, com, P, L)
-        return out
-
-    before = momenta()
+    before = body_momenta(r)
     joint_pos = {j.name: r.get_frame_position(j.child) for j in m.joints}
     w.integrate()
-    after = momenta()
     assert len(w.contacts) == 4 and all(c.impulse[2] > 0 for c in w.contacts)
     assert np.abs(r.get_force_at_joint_in_world_frame("root")).max() < 1e-6
     assert np.abs(r.get_torque_at_joint_in_world_frame("root")).max() < 1e-6
-    parent = {links[j.child].body: j for j in m.joints if j.type != "fixed"}
-    for b, (mass, com, P0, L0) in before.items():
-        dP, dL = (after[b][2] - P0) / w.dt, (after[b][3] - L0) / w.dt
-        j = parent[b]
-        F = r.get_force_at_joint_in_world_frame(j.name)
-        T = r.get_torque_at_joint_in_world_frame(j.name) + np.cross(joint_pos[j.name] - com, F)
-        for c in m.joints:
-            if c.type != "fixed" and c.parent in m.bodies[b]:
-                Fc = r.get_force_at_joint_in_world_frame(c.name)
-                F = F - Fc
-                T = T - r.get_torque_at_joint_in_world_frame(c.name) - np.cross(
-                    joint_pos[c.name] - com, Fc)
-        F = F + mass * np.array([0, 0, -G])
+
+    def contact_loads(b, com):
+        F, T = np.zeros(3), np.zeros(3)
         for c in w.contacts:
             if links[c.link_a].body == b:
                 f = c.impulse / w.dt
-                F = F + f
-                T = T + np.cross(c.position - com, f)
-        scale = max(1.0, np.abs(dP).max(), np.abs(F).max())
-        assert_close(F, dP, rtol=1e-6, atol=1e-6 * scale, what=f"force {b}")
-        assert_close(T, dL, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(dL).max()), what=f"torque {b}")
+                F, T = F + f, T + np.cross(c.position - com, f)
+        return F, T
+
+    check_newton_euler(r, before, body_momenta(r), w.dt, joint_pos, [0, 0, -G], contact_loads)
 
 
 def test_contacts_in_the_log(tmp_path):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_close, robot
+from newton_euler import body_momenta, check_newton_euler
 from raisimcli.model import load_urdf, load_urdf_string
 from raisimcli.physics import World
 
@@ -161,57 +162,18 @@ def test_newton_euler_on_every_body_from_finite_differences():
     F_ext = np.array([3.0, -2.0, 15.0])
     r.set_external_force("LF_thigh", F_ext, point=[0.0, 0.02, -0.1])
     m = r.model
-    links = {link.name: link for link in m.links}
-
-    def bodies_state(sys):
-        """per body: mass, COM (world), linear momentum, angular momentum about the COM"""
-        out = {}
-        for b, names in enumerate(m.bodies):
-            if b == 0:
-                continue
-            mass, mc = 0.0, np.zeros(3)
-            parts = []
-            for name in names:
-                ine = links[name].inertial
-                if ine is None:
-                    continue
-                R = sys.get_frame_orientation(name)
-                c = sys.get_frame_position(name) + R @ ine.com
-                v, wv = sys.get_frame_velocity(name)
-                vc = v + np.cross(wv, R @ ine.com)
-                parts.append((ine.mass, c, vc, R @ ine.inertia @ R.T, wv))
-                mass += ine.mass
-                mc += ine.mass * c
-            com = mc / mass
-            P = sum(mi * vi for mi, _, vi, _, _ in parts)
-            L = sum(Ii @ wi + mi * np.cross(ci - com, vi) for mi, ci, vi, Ii, wi in parts)
-            out[b] = (mass, com, P, L)
-        return out
-
-    before = bodies_state(r)
-    point_world = r.get_frame_position("LF_thigh") + r.get_frame_orientation("LF_thigh") @ np.array([0.0, 0.02, -0.1])
+    before = body_momenta(r)
+    point_world = r.get_frame_position("LF_thigh") + r.get_frame_orientation("LF_thigh") @ \
+        np.array([0.0, 0.02, -0.1])
     joint_pos = {j.name: r.get_frame_position(j.child) for j in m.joints}
     w.integrate()
-    after = bodies_state(r)
-    parent_joint = {links[j.child].body: j for j in m.joints if j.type != "fixed"}
-    for b, (mass, com, P0, L0) in before.items():
-        dP = (after[b][2] - P0) / dt
-        dL = (after[b][3] - L0) / dt
-        j = parent_joint[b]
-        F = r.get_force_at_joint_in_world_frame(j.name)
-        T = r.get_torque_at_joint_in_world_frame(j.name) + np.cross(joint_pos[j.name] - com, F)
-        for c in m.joints:
-            if c.type != "fixed" and c.parent in m.bodies[b]:
-                Fc = r.get_force_at_joint_in_world_frame(c.name)
-                F = F - Fc
-                T = T - r.get_torque_at_joint_in_world_frame(c.name) - np.cross(
-                    joint_pos[c.name] - com, Fc)
-        F = F + mass * G
+
+    def loads(b, com):
         if "LF_thigh" in m.bodies[b]:
-            F = F + F_ext
-            T = T + np.cross(point_world - com, F_ext)
-        assert_close(F, dP, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(dP).max()), what=f"force {b}")
-        assert_close(T, dL, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(dL).max()), what=f"torque {b}")
+            return F_ext, np.cross(point_world - com, F_ext)
+        return np.zeros(3), np.zeros(3)
+
+    check_newton_euler(r, before, body_momenta(r), dt, joint_pos, G, loads)
 
 
 def test_inverse_dynamics_requires_the_switch():

@@ -59,6 +59,17 @@ def test_quadruped_details():
     assert_close(foot.body_T_link[:3, 3], [0, 0, -0.25])
 
 
+def test_world_rooted_floating_joint_and_its_override():
+    text = ('<robot name="r"><link name="world"/><link name="b"><inertial><mass value="1"/>'
+            '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            '<joint name="free" type="floating"><parent link="world"/><child link="b"/></joint>'
+            '</robot>')
+    m = load_urdf_string(text)
+    assert (m.base, m.nq, m.nv, m.joints[0].name) == ("floating", 7, 6, "free")
+    m = load_urdf_string(text, base="fixed")
+    assert (m.base, m.nq, m.nv) == ("fixed", 0, 0)
+
+
 def test_base_override():
     m = load_urdf(robot("quadruped.urdf"), base="fixed")
     assert (m.base, m.nq, m.nv) == ("fixed", 12, 12)

@@ -330,7 +330,8 @@ class _UrdfReader(AttributeReader):
                 j0 = first[0]
                 ordered[ordered.index(j0)] = _as_floating(j0)
             elif base == "fixed" and first and any(j.type == "floating" for j in first):
-                ordered = [replace(j, type="fixed") if j in first and j.type == "floating" else j
+                ordered = [replace(j, type="fixed")
+                           if j.type == "floating" and any(j is f for f in first) else j
                            for j in ordered]
             floating_inside = [j for j in ordered if j.type == "floating"]
             base_type = "floating" if any(j.parent == "world" for j in floating_inside) else "fixed"

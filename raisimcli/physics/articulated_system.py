@@ -15,7 +15,7 @@ import pinocchio as pin
 
 from raisimcli.errors import StateError
 from raisimcli.model import RobotModel, build_pinocchio_model
-from raisimcli.physics.conventions import Conventions, cross, quat_to_matrix
+from raisimcli.physics.conventions import Conventions, cross
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.command import clamped_command, pd_torque
 from raisimcli.physics.step.decomposition import torque_table
@@ -844,4 +844,4 @@ def _skew(r) -> np.ndarray:
 
 
 __all__ = ["ArticulatedSystem", "Spring", "FORCE_AND_TORQUE", "PD_PLUS_FEEDFORWARD_TORQUE",
-           "SCHEMES", "quat_to_matrix"]
+           "SCHEMES"]

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 import pydantic
 
-from raisimcli.errors import ModelError, ScenarioError
+from raisimcli.errors import ScenarioError
 from raisimcli.model import RobotModel, load_urdf
 from raisimcli.scenario import schema as S
 from raisimcli.scenario.schedules import compile_schedule

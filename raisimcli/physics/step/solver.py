@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from raisimcli.physics.step.contact_solver import CONTACT, SCALAR, block_gauss_seidel
+from raisimcli.physics.step.contact_solver import SCALAR, block_gauss_seidel
 
 DEFAULT_MAX_ITERATIONS = 200
 DEFAULT_TOLERANCE = 1e-12  # m/s or rad/s of row velocity
