@@ -116,13 +116,14 @@ def _wait_for_rows(tmp_glob_dir, timeout=60):
     return False
 
 
-def test_sigint_leaves_readable_interrupted_log(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_sigint_leaves_readable_interrupted_log(tmp_path, sig):
     p = write(tmp_path, QUAD.format(steps=10_000_000).replace("[robot.pd]", "[log]\ndecimation = 1\n[robot.pd]", 0))
     out = tmp_path / "long.h5"
     proc = _spawn(["run", p, "-q", "-o", out], tmp_path)
     assert _wait_for_rows(tmp_path)
     time.sleep(2.5)  # past the first 1024-row chunk
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()
     assert b"Traceback" not in err

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 
 import click
@@ -12,11 +11,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from raisimcli.errors import ControllerError
-
-
-def _terminate_like_ctrl_c(signum, frame):
-    """SIGTERM behaves like Ctrl-C: the log is closed with status interrupted."""
-    raise KeyboardInterrupt
 
 
 @click.command("run")
@@ -57,7 +51,6 @@ def run_command(scenario, output, duration, overrides, as_json, quiet):
                 progress.update(task, completed=k, sim=k * scn.dt,
                                 rtf=(k * scn.dt / wall) if wall > 0 else 0.0)
         try:
-            signal.signal(signal.SIGTERM, _terminate_like_ctrl_c)
             result = run(scn, progress=tick if show else None,
                          progress_every=max(1, min(500, scn.steps // 100 or 1)))
         except KeyboardInterrupt:

@@ -264,7 +264,15 @@ class LogWriter:
             self.flush()
 
     def flush(self) -> None:
-        n = self._fill
+        # rows are appended channel by channel: should an exception have cut one short, keep the
+        # rows that every channel has
+        n = min([len(self._step_indices)] + [len(rows) for rows in self._pending])
+        del self._step_indices[n:]
+        for rows in self._pending:
+            del rows[n:]
+        if getattr(self, "_world", None) is not None:
+            del self._contact_rows[n:]
+        self._fill = n
         if n == 0:
             return
         r0 = self.rows

@@ -559,14 +559,15 @@ class ArticulatedSystem:
         kp, kd = self._gains()
         M = self.get_mass_matrix()
         h = self.get_nonlinearities()
-        q_err = self.conv.difference(q, self.q_ref) if self.control_mode == \
+        # a floating base has no PD gains and no springs: its error is not needed
+        q_err = self.conv.difference(q, self.q_ref, floating=False) if self.control_mode == \
             PD_PLUS_FEEDFORWARD_TORQUE else np.zeros(self.nv)
         tau_cmd = clamped_command(self.tau_ff, pd_torque(kp, kd, q_err, self.u_ref, u),
                                   self.tau_lower, self.tau_upper)
         tau_act, act_state = actuator_torques(self.transmission, self.tau_a, u,
                                               self.motor_region_enforced)
-        spring_err = self.conv.difference(q, self._spring_rest) if self.springs else \
-            np.zeros(self.nv)
+        spring_err = self.conv.difference(q, self._spring_rest, floating=False) \
+            if self.springs else np.zeros(self.nv)
         tau_ext = self._external_generalized_force()
         b = self.b_joint + self.transmission.output_damping
         tau_exp = explicit_torque(tau_cmd, self.b_joint, self.transmission.output_damping, u,
@@ -597,8 +598,7 @@ class ArticulatedSystem:
         """Integration Steps 1-6: w, kinematics, M, h (and, with contacts, collision detection and
         contact Jacobians). Quantities read after it are those of the step's start."""
         self._implicit_diagonal(dt)
-        self._kinematics()
-        self.get_mass_matrix()
+        self.get_mass_matrix()  # kinematics (collision bodies, Jacobians) are computed on use
         self.get_nonlinearities()
         self._stage = (dt, self._state_version)
 

@@ -129,13 +129,13 @@ class Conventions:
             q_next[qs:qs + 4] = quat / np.linalg.norm(quat)
         return q_next
 
-    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+    def difference(self, q0: np.ndarray, q1: np.ndarray, floating: bool = True) -> np.ndarray:
         """The velocity-space difference q1 - q0, (nv,): 1-DoF coordinates subtract; a quaternion
         gives the rotation vector of q0^-1 q1 expressed like u (shorter rotation). Used for the PD
-        and spring errors (spec step 1)."""
+        and spring errors (spec step 1). `floating=False` leaves floating joints' entries at 0."""
         d = np.zeros(self.nv)
         d[self.one_dof_u] = q1[self.one_dof_q] - q0[self.one_dof_q]
-        for us, qs in self.floating:
+        for us, qs in (self.floating if floating else ()):
             d[us:us + 3] = q1[qs:qs + 3] - q0[qs:qs + 3]
             # world-frame rotation vector of q1 q0^-1
             d[us + 3:us + 6] = quat_log(quat_multiply(q1[qs + 3:qs + 7], _conj(q0[qs + 3:qs + 7])))

@@ -3,6 +3,8 @@ control loop (schedules, integrate1, controllers, integrate2), logged row by row
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -124,11 +126,33 @@ def _diverged(drivers, t) -> str | None:
     return None
 
 
+class _StopRequest:
+    """SIGINT and SIGTERM set a flag that the run loop reads between steps, so that an interrupt
+    never lands in the middle of a step or of a log row (in the main thread; elsewhere the
+    signals keep their handlers and a KeyboardInterrupt is handled as it comes)."""
+
+    def __init__(self):
+        self.requested = False
+        self._saved = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._saved[sig] = signal.signal(sig, self._request)
+
+    def _request(self, signum, frame):
+        self.requested = True
+
+    def restore(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        self._saved.clear()
+
+
 def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | None = None,
         progress_every: int = 200) -> RunResult:
     """Run a resolved scenario and write its log. `progress(step, steps, wall)` is called every
-    `progress_every` steps. A KeyboardInterrupt closes the log as `interrupted` and is re-raised
-    after; a controller exception closes it as `error` and raises ControllerError."""
+    `progress_every` steps. SIGINT or SIGTERM stops the run after the current step: the log is
+    closed as `interrupted` and KeyboardInterrupt raised; a controller exception closes it as
+    `error` and raises ControllerError."""
     w, drivers = build_world(scn)
     spec = scn.spec
     writer = LogWriter(scn.log_path, scenario_text=scn.text, scenario_sha256=scn.sha256,
@@ -149,8 +173,11 @@ def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | Non
     t0 = time.perf_counter()
     k = 0
     status, message = "complete", ""
+    stop = _StopRequest()
     try:
         for k in range(scn.steps):
+            if stop.requested:  # Ctrl-C or SIGTERM: stop between two steps, the log whole
+                raise KeyboardInterrupt
             t = k * dt
             for d in drivers:
                 d.apply(t)
@@ -184,6 +211,8 @@ def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | Non
     except BaseException as e:
         writer.close("error", f"{type(e).__name__}: {e}")
         raise
+    finally:
+        stop.restore()
     wall = time.perf_counter() - t0
     writer.close(status, message)
     result = RunResult(status=status, steps=k, dt=dt, wall_time=wall, log_path=writer.path,

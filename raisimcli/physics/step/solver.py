@@ -65,6 +65,8 @@ class Rows:
         parts = [p for p in parts if p.m]
         if not parts:
             return cls.empty(0)
+        if len(parts) == 1:
+            return parts[0]
         starts, kinds, mus = [], [], []
         r = 0
         for p in parts:

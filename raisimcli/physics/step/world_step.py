@@ -24,7 +24,9 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
     parts = []
     for k, (s, st) in enumerate(zip(systems, stages)):
         r = st["joint_rows"]
-        if r.m:
+        if r.m and len(systems) == 1:
+            parts.append(r)  # one system: its columns are all the columns
+        elif r.m:
             J = np.zeros((r.m, N))
             J[:, offsets[k]:offsets[k + 1]] = r.J
             parts.append(Rows(J, r.target, r.lo, r.hi, r.source, r.key, r.block_start,
