@@ -472,3 +472,15 @@ def test_spherical_pd_error_is_rotation_vector_in_parent_joint_frame():
     expected = 10 * 0.3 * np.array([math.cos(0.5), math.sin(0.5), 0.0])
     explicit = r.torque["feedforward_pd"][:3] + 0.25 * 0.001 * 10 * (r.u[:3])
     assert_close(explicit, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_runge_kutta_4_reports_the_last_stage_actuator_state():
+    """Spec step 6: with RUNGE_KUTTA_4 the actuator states describe the last stage, whose velocity
+    for a constant torque on a free wheel is u_0 + dt tau / I."""
+    w, r = _actuated_wheel()
+    r.set_integration_scheme("RUNGE_KUTTA_4")
+    r.set_state([0.0], [2.0])
+    r.set_actuator_torques([1.0])            # well inside the region: tau_m = 0.1 N m
+    w.integrate()
+    st = r.get_actuator_states()
+    assert st.motor_speed[0] == pytest.approx(10.0 * (2.0 + 0.001 * 1.0 / 0.5), rel=1e-12)

@@ -634,9 +634,10 @@ class ArticulatedSystem:
         self.solver_iterations = iterations
         if "elimination" in s:
             point_loads = point_loads + self._constraint_report(s, dt, impulse_by_source)
+        act_state = s["act_state"]
         if scheme == "RUNGE_KUTTA_4":
-            q_next, u_next, table = self._runge_kutta_4(dt, s, u + (u_solved - s["u_star"]),
-                                                        impulse_by_source)
+            q_next, u_next, table, act_state = self._runge_kutta_4(
+                dt, u + (u_solved - s["u_star"]), impulse_by_source)
         else:
             u_next = u_solved
             u_bar = {"SEMI_IMPLICIT": u_next, "TRAPEZOID": 0.5 * (u + u_next),
@@ -649,7 +650,7 @@ class ArticulatedSystem:
             self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt,
                                                      self._loads + point_loads)
         self.torque = table
-        self.actuator_state = s["act_state"]
+        self.actuator_state = act_state
         self._pd_error = s["q_err"]
         self._loads.clear()
         self.q, self.u = q_next, u_next
@@ -658,20 +659,20 @@ class ArticulatedSystem:
         if in_contact:  # spec step 6: the replacement rule applies from the next step
             self.had_contact = True
 
-    def _runge_kutta_4(self, dt, s1, u_start, impulse_by_source):
+    def _runge_kutta_4(self, dt, u_start, impulse_by_source):
         """Spec step 6, RUNGE_KUTTA_4: the solver's velocity change applied at the step's start,
         then steps 1-4 without impulses at each of four stages. The torque rows are the stages'
-        explicit rows averaged with the RK4 weights (the implicit corrections vanish)."""
+        explicit rows averaged with the RK4 weights (the implicit corrections vanish); the
+        actuator states are the last stage's, as the spec says."""
         q0 = self.q
         weights = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
         ks_u, ks_a, rows = [], [], []
         q_stage, u_stage = q0, u_start
         s = None
         for k in range(4):
-            self.q, self.u = q_stage, u_stage
+            self.q, self.u = q_stage, u_stage  # M, h and loads are evaluated at the stage
             self._touched()
-            s = self._explicit_stage(q_stage, u_stage, dt) if k else \
-                self._explicit_stage(q0, u_start, dt)
+            s = self._explicit_stage(q_stage, u_stage, dt)
             a = (s["u_star"] - u_stage) / dt
             ks_u.append(u_stage)
             ks_a.append(a)
@@ -691,8 +692,7 @@ class ArticulatedSystem:
         table["damping"] = -sum(wt * r["b"] * v for wt, r, v in zip(weights, rows, ks_u))
         table["springs"] = sum(wt * self.k_s * r["spring_err"] for wt, r in zip(weights, rows))
         table["total"] = sum(table[k] for k in table if k != "total")
-        self.actuator_state = s["act_state"]
-        return q_next, u_next, table
+        return q_next, u_next, table, s["act_state"]
 
     # ============================================================================================
     # inverse dynamics (spec: "Inverse Dynamics")
