@@ -14,7 +14,7 @@ exactly given the others, and the blocks are iterated (block Gauss-Seidel) until
 a row's velocity by more than `tolerance`.
 
 The response of the system to the impulses, `response` = A^-1 J^T, is the caller's: M~^-1 J^T for
-a tree, M_c^-1 J^T once loop and mimic constraints are eliminated before the solver.
+a tree, M_c^-1 J^T when loop and mimic constraints are eliminated before the solver.
 """
 
 from __future__ import annotations
