@@ -100,6 +100,7 @@ class LogWriter:
         meta.create_dataset("scenario", data=scenario_text, dtype=_STR)
         meta.create_dataset("config", data=config_json, dtype=_STR)
         self.channels: list[Channel] = []
+        self._world = None  # the World whose contacts are logged (add_contacts)
         self.rows = 0
         self._pending: list[list] = []     # per channel, the rows not yet written
         self._fill = 0
@@ -242,7 +243,7 @@ class LogWriter:
             self._datasets.append(ds)
         self._reads = [c.read for c in self.channels]
         self._step_indices: list[int] = []
-        if getattr(self, "_world", None) is not None:
+        if self._world is not None:
             self._create_contact_datasets()
 
     # --- rows -----------------------------------------------------------------------------------
@@ -253,7 +254,7 @@ class LogWriter:
         self._step_indices.append(step_index + 1)
         for read, rows in zip(self._reads, self._pending):
             rows.append(read())
-        if getattr(self, "_world", None) is not None:
+        if self._world is not None:
             dt = self.dt
             self._contact_rows.append([
                 (c.position, c.normal, c.impulse, c.impulse_contact, c.impulse / dt,
@@ -270,7 +271,7 @@ class LogWriter:
         del self._step_indices[n:]
         for rows in self._pending:
             del rows[n:]
-        if getattr(self, "_world", None) is not None:
+        if self._world is not None:
             del self._contact_rows[n:]
         self._fill = n
         if n == 0:
@@ -283,7 +284,7 @@ class LogWriter:
             ds[r0:r0 + n] = np.asarray(rows, dtype=c.dtype)
             rows.clear()
         self._step_indices.clear()
-        if getattr(self, "_world", None) is not None:
+        if self._world is not None:
             self._flush_contacts(r0, n)
         self.rows += n
         self._fill = 0
@@ -313,7 +314,7 @@ class LogWriter:
             return self.path
         assert status in STATUSES
         self.flush()
-        if getattr(self, "_world", None) is not None:
+        if self._world is not None:
             self.f["contacts"].create_dataset("body_names", data=list(self._body_names) or [""],
                                               dtype=_STR)
         self.f.attrs["message"] = message

@@ -457,7 +457,6 @@ class ArticulatedSystem:
     def _spring_vectors(self) -> None:
         self.k_s = np.zeros(self.nv)
         self._spring_rest = self.q.copy()
-        self._spring_mask = []
         for s in self.springs:
             j = self._joint(s.joint)
             self.k_s[j.u_slice] += s.stiffness
