@@ -16,6 +16,7 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import ModelError
+from raisimcli.linalg import matmul, norm
 from raisimcli.model.types import RobotModel
 
 _AXES = {(1, 0, 0): "X", (0, 1, 0): "Y", (0, 0, 1): "Z"}
@@ -63,7 +64,7 @@ def build_pinocchio_model(robot: RobotModel) -> PinocchioModel:
             parent_id, placement = 0, np.eye(4)
         else:
             parent = links[j.parent]
-            parent_id, placement = parent.body, parent.body_T_link @ j.origin
+            parent_id, placement = parent.body, matmul(parent.body_T_link, j.origin)
         jid = model.addJoint(parent_id, _joint_model(j.type, j.axis), _se3(placement), j.name)
         assert jid == links[j.child].body, "body numbering must follow the joint order"
         if j.rotor_inertia:
@@ -108,7 +109,7 @@ def _check_mass_matrix(robot: RobotModel, model: pin.Model, q_to_pin: np.ndarray
     for j in robot.moving_joints:  # nominal_config may carry unnormalised quaternions
         if j.type in ("floating", "spherical"):
             s = j.q_slice.start + (3 if j.type == "floating" else 0)
-            n = np.linalg.norm(q[s:s + 4])
+            n = norm(q[s:s + 4])
             q[s:s + 4] = q[s:s + 4] / n if n > 0 else [1, 0, 0, 0]
     M = pin.crba(model, model.createData(), q[q_to_pin])
     M = np.triu(M) + np.triu(M, 1).T

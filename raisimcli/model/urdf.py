@@ -16,6 +16,7 @@ import numpy as np
 from lxml import etree
 
 from raisimcli.errors import ModelError
+from raisimcli.linalg import congruence, cross, matmul, norm
 from raisimcli.model.types import (
     JOINT_NQ,
     JOINT_NV,
@@ -141,7 +142,7 @@ class _UrdfReader(AttributeReader):
                            f"({eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g}): no rigid body has this "
                            "inertia; simulated as given")
         R = T[:3, :3]
-        return Inertial(mass=mass, com=T[:3, 3].copy(), inertia=R @ I_origin @ R.T)
+        return Inertial(mass=mass, com=T[:3, 3].copy(), inertia=congruence(R, I_origin))
 
     def geometry(self, cel) -> Geometry:
         T = self.origin(cel)
@@ -227,7 +228,7 @@ class _UrdfReader(AttributeReader):
         ael = el.find("axis")
         if ael is not None:
             axis = self.vector(ael, "xyz", 3, default=(1, 0, 0))
-            n = np.linalg.norm(axis)
+            n = norm(axis)
             if n < 1e-12:
                 raise self.error(ael, f"axis must be non-zero, got {ael.get('xyz')!r}")
             axis = axis / n
@@ -266,7 +267,7 @@ class _UrdfReader(AttributeReader):
                         self.warn(del_, "friction is ignored on spherical joints")
                         fields["friction"] = 0.0
                     mount = self.vector(del_, "spring_mount", 4, default=(1, 0, 0, 0))
-                    n = np.linalg.norm(mount)
+                    n = norm(mount)
                     if n < 1e-12:
                         raise self.error(del_, "spring_mount of a spherical joint must be a "
                                                "non-zero quaternion (w x y z)")
@@ -390,7 +391,7 @@ class _UrdfReader(AttributeReader):
         for j in ordered:
             if j.type == "fixed":
                 b, T = body_of[j.parent]
-                body_of[j.child] = (b, T @ j.origin)
+                body_of[j.child] = (b, matmul(T, j.origin))
                 bodies[b].append(j.child)
             else:
                 body_of[j.child] = (len(bodies), np.eye(4))
@@ -549,11 +550,11 @@ class _UrdfReader(AttributeReader):
                 axes = []
                 for a in ax_els:
                     v = self.vector(a, "xyz", 3, required=True)
-                    if np.linalg.norm(v) < 1e-12:
+                    if norm(v) < 1e-12:
                         raise self.error(a, f"axis must be non-zero, got {a.get('xyz')!r}")
-                    axes.append(v / np.linalg.norm(v))
+                    axes.append(v / norm(v))
                 axes = np.array(axes)
-                if len(axes) == 2 and np.linalg.norm(np.cross(axes[0], axes[1])) < 1e-6:
+                if len(axes) == 2 and norm(cross(axes[0], axes[1])) < 1e-6:
                     raise self.error(cel, "the two axes are parallel; give two independent axes")
             out.append(LoopConstraint(kind=cel.tag, body1=b1, body2=b2, anchor=anchor, axes=axes,
                                       line=cel.sourceline))

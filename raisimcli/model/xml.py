@@ -14,6 +14,7 @@ import numpy as np
 from lxml import etree
 
 from raisimcli.errors import ModelError
+from raisimcli.linalg import matmul
 
 _MAX_BYTES = 64 * 1024 * 1024
 
@@ -140,4 +141,4 @@ def rpy_to_matrix(rpy) -> np.ndarray:
     Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
     Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
     Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
-    return Rz @ Ry @ Rx
+    return matmul(matmul(Rz, Ry), Rx)

@@ -15,7 +15,8 @@ import pinocchio as pin
 
 from raisimcli.errors import StateError
 from raisimcli.model import RobotModel, build_pinocchio_model
-from raisimcli.physics.conventions import Conventions, cross
+from raisimcli.physics.conventions import Conventions
+from raisimcli.linalg import Cholesky, congruence, cross, dot, matmul, norm
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.command import clamped_command, pd_torque
 from raisimcli.physics.step.decomposition import torque_table
@@ -192,7 +193,7 @@ class ArticulatedSystem:
         velocity transform of :mod:`raisimcli.physics.conventions`."""
         if "pin" not in self._cache:
             T = None if self.conv.identity else self.conv.velocity_transform(self.q)
-            u_pin = self.u if T is None else T.T @ self.u
+            u_pin = self.u if T is None else matmul(T.T, self.u)
             self._cache["pin"] = (self.q[self.pinocchio.q_to_pin], u_pin, T)
         return self._cache["pin"]
 
@@ -254,10 +255,10 @@ class ArticulatedSystem:
         Jj = Jj.reshape(6, self.nv)  # eigenpy returns (6,) when nv == 1
         origin = self._data.oMi[body].translation
         r = point_world - origin
-        J_lin = Jj[:3] - _skew(r) @ Jj[3:]   # v_point = v_origin + omega x r
+        J_lin = Jj[:3] - matmul(_skew(r), Jj[3:])   # v_point = v_origin + omega x r
         J_rot = Jj[3:]
         if T is not None:
-            J_lin, J_rot = J_lin @ T.T, J_rot @ T.T
+            J_lin, J_rot = matmul(J_lin, T.T), matmul(J_rot, T.T)
         return J_lin, J_rot
 
     def get_dense_jacobian(self, link: str, point=None) -> np.ndarray:
@@ -306,7 +307,7 @@ class ArticulatedSystem:
             M = pin.crba(self._pm, self._data, q_pin)  # upper triangle
             M[self._lower] = M.T[self._lower]
             self._cache["M_pin"] = M
-            self._cache["M"] = M if T is None else T @ M @ T.T
+            self._cache["M"] = M if T is None else congruence(T, M)
         return self._cache["M"]
 
     def get_nonlinearities(self, gravity=None) -> np.ndarray:
@@ -323,7 +324,7 @@ class ArticulatedSystem:
             else:
                 self.get_mass_matrix()
                 c = self.conv.bias_correction(u_pin)
-                h = T @ (h_pin + self._cache["M_pin"] @ c)
+                h = matmul(T, h_pin + matmul(self._cache["M_pin"], c))
             self._cache[key] = h
         return self._cache[key]
 
@@ -336,11 +337,11 @@ class ArticulatedSystem:
 
     def get_inverse_mass_matrix(self) -> np.ndarray:
         """M^-1 (nv, nv)."""
-        return np.linalg.inv(self.get_mass_matrix())
+        return Cholesky(self.get_mass_matrix()).solve(np.eye(self.nv))
 
     def get_kinetic_energy(self) -> float:
         """1/2 u^T M u (rotor inertia included)."""
-        return 0.5 * float(self.u @ self.get_mass_matrix() @ self.u)
+        return 0.5 * dot(self.u, matmul(self.get_mass_matrix(), self.u))
 
     def get_potential_energy(self, gravity=None) -> float:
         """Sum of -m g . p_com over the moving bodies (m g z for gravity (0, 0, -g))."""
@@ -348,12 +349,12 @@ class ArticulatedSystem:
         key = ("V", g[0], g[1], g[2])
         if key not in self._cache:
             com = self.get_center_of_mass()
-            self._cache[key] = -float(self._total_mass * (g @ com))
+            self._cache[key] = -float(self._total_mass * dot(g, com))
         return self._cache[key]
 
     def get_generalized_momentum(self) -> np.ndarray:
         """M u (nv,)."""
-        return self.get_mass_matrix() @ self.u
+        return matmul(self.get_mass_matrix(), self.u)
 
     _gravity = np.array([0.0, 0.0, -9.81])
 
@@ -447,7 +448,7 @@ class ArticulatedSystem:
             raise StateError(f"{self.name}: spring on {joint!r} needs stiffness >= 0 and a rest "
                              f"position of {j.nq} numbers")
         if j.type == "spherical":
-            rest = rest / np.linalg.norm(rest)
+            rest = rest / norm(rest)
         self.springs.append(Spring(joint, float(stiffness), rest))
         self._spring_vectors()
 
@@ -533,10 +534,10 @@ class ArticulatedSystem:
         body = self._body_of(load.link)
         R = data.oMi[body].rotation
         if load.is_torque:
-            return body, pin.Force(np.zeros(3), R.T @ load.vector)
+            return body, pin.Force(np.zeros(3), matmul(R.T, load.vector))
         _, p = self._load_point_world(load, data)
-        r_local = R.T @ (p - data.oMi[body].translation)
-        F_local = R.T @ load.vector
+        r_local = matmul(R.T, p - data.oMi[body].translation)
+        F_local = matmul(R.T, load.vector)
         return body, pin.Force(F_local, cross(r_local, F_local))
 
     def _external_generalized_force(self) -> np.ndarray:
@@ -549,7 +550,7 @@ class ArticulatedSystem:
             if load.is_torque:
                 p = self._data.oMi[body].translation
             J_lin, J_rot = self._jacobians_at(body, p)
-            tau += (J_rot if load.is_torque else J_lin).T @ load.vector
+            tau += matmul((J_rot if load.is_torque else J_lin).T, load.vector)
         return tau
 
     def _explicit_stage(self, q, u, dt):
@@ -753,8 +754,8 @@ class ArticulatedSystem:
         if self._body_of(link1) == self._body_of(link2):
             raise StateError(f"{self.name}: {link1!r} and {link2!r} are one rigid body")
         a1 = self._check(anchor, 3, "anchor")
-        p1 = self.get_frame_position(link1) + self.get_frame_orientation(link1) @ a1
-        a2 = self.get_frame_orientation(link2).T @ (p1 - self.get_frame_position(link2))
+        p1 = self.get_frame_position(link1) + matmul(self.get_frame_orientation(link1), a1)
+        a2 = matmul(self.get_frame_orientation(link2).T, p1 - self.get_frame_position(link2))
         return a1, a2
 
     def add_pin_constraint(self, link1: str, link2: str, anchor, name: str | None = None):
@@ -773,11 +774,11 @@ class ArticulatedSystem:
         if axes.shape[1] != 3 or len(axes) not in (1, 2):
             raise StateError(f"{self.name}: an equality constraint takes one or two axes (3,), "
                              f"got {axes.shape}")
-        norms = np.linalg.norm(axes, axis=1)
+        norms = np.array([norm(a) for a in axes])
         if np.any(norms < 1e-12):
             raise StateError(f"{self.name}: equality constraint axes must be non-zero")
         axes = axes / norms[:, None]
-        if len(axes) == 2 and np.linalg.norm(np.cross(axes[0], axes[1])) < 1e-6:
+        if len(axes) == 2 and norm(cross(axes[0], axes[1])) < 1e-6:
             raise StateError(f"{self.name}: the two axes of an equality constraint are parallel")
         a1, a2 = self._attach(link1, link2, anchor)
         self.constraints.append(LoopConstraintState(
@@ -803,14 +804,14 @@ class ArticulatedSystem:
         table; returns their forces as point loads (inverse dynamics)."""
         elim = s["elimination"]
         lam = elim.impulses(s["constraint_recover"], s["solver_impulses"])
-        impulse_by_source["constraints"] = elim.J_all.T @ lam
+        impulse_by_source["constraints"] = matmul(elim.J_all.T, lam)
         impulses, errors, loads = [], [], []
         for c, (r0, r1, axes, points) in zip(self.constraints, s["constraint_spans"]):
             if axes is None:
                 impulses.append(np.array([lam[r0], 0.0, 0.0]))
                 errors.append(np.array([elim.e_all[r0], 0.0, 0.0]))
                 continue
-            vec = axes.T @ lam[r0:r1]
+            vec = matmul(axes.T, lam[r0:r1])
             err = np.zeros(3)
             err[:r1 - r0] = elim.e_all[r0:r1]
             impulses.append(vec)

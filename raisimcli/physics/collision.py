@@ -14,6 +14,7 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import ModelError
+from raisimcli.linalg import matmul, norm
 
 
 @dataclass
@@ -35,7 +36,7 @@ class Shape:
 def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0), where=""):
     """(coal geometry, bounding radius) for a URDF-style shape."""
     if kind == "box":
-        return coal.Box(*map(float, size)), 0.5 * float(np.linalg.norm(size))
+        return coal.Box(*map(float, size)), 0.5 * norm(size)
     if kind == "sphere":
         return coal.Sphere(float(size[0])), float(size[0])
     if kind == "cylinder":
@@ -57,7 +58,7 @@ def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0
         tris = coal.StdVec_Triangle()
         for f in hull.faces:
             tris.append(coal.Triangle(int(f[0]), int(f[1]), int(f[2])))
-        return coal.Convex(verts, tris), float(np.linalg.norm(hull.vertices, axis=1).max())
+        return coal.Convex(verts, tris), max(norm(v) for v in hull.vertices)
     raise ModelError(f"{where}: unknown collision shape {kind!r}")
 
 
@@ -70,7 +71,7 @@ def robot_shapes(model, materials: dict[str, str] | None = None) -> list[Shape]:
             continue  # welded to the world: static, never moves, not simulated as a contact body
         for g in link.collisions:
             geom, radius = make_geometry(g.kind, g.size, g.mesh, g.scale, where=link.name)
-            placement = link.body_T_link @ g.origin
+            placement = matmul(link.body_T_link, g.origin)
             out.append(Shape(geom, g.kind, link.name, link.body, placement, radius,
                              materials.get(link.name, materials.get("*", "default"))))
     for i, s in enumerate(out):
@@ -89,7 +90,7 @@ def shape_poses(system, shapes: list[Shape]) -> list[np.ndarray]:
     out = []
     for s in shapes:
         oMb = data.oMi[s.body].homogeneous
-        out.append(oMb @ s.placement)
+        out.append(matmul(oMb, s.placement))
     return out
 
 

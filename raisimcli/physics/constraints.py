@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack
+from raisimcli.linalg import Cholesky, independent_rows, matmul
 
 RANK_TOLERANCE = 1e-10
 
@@ -73,9 +73,9 @@ def constraint_rows(system):
             spans.append((r0, len(rows), None, None))
         else:
             R1 = system.get_frame_orientation(c.link1)
-            p1 = system.get_frame_position(c.link1) + R1 @ c.anchor1
-            p2 = system.get_frame_position(c.link2) + system.get_frame_orientation(c.link2) @ \
-                c.anchor2
+            p1 = system.get_frame_position(c.link1) + matmul(R1, c.anchor1)
+            p2 = system.get_frame_position(c.link2) + matmul(system.get_frame_orientation(c.link2),
+                                                              c.anchor2)
             b1, b2 = system._body_of(c.link1), system._body_of(c.link2)
             if c.kind == "pin":
                 J1 = system._jacobians_at(b1, p1)[0] if b1 > 0 else np.zeros((3, system.nv))
@@ -84,10 +84,10 @@ def constraint_rows(system):
             else:
                 J1 = system._jacobians_at(b1, p2)[0] if b1 > 0 else np.zeros((3, system.nv))
                 J2 = system._jacobians_at(b2, p2)[0] if b2 > 0 else np.zeros((3, system.nv))
-                axes = (R1 @ c.axes.T).T
+                axes = matmul(R1, c.axes.T).T
             for a in axes:
-                rows.append(a @ (J1 - J2))
-                errors.append(float(a @ (p1 - p2)))
+                rows.append(matmul(a, J1 - J2))
+                errors.append(float(matmul(a, p1 - p2)))
             # where the force acts on body1 and on body2 (the spec's "Where the force acts")
             spans.append((r0, len(rows), axes, (p1, p2) if c.kind == "pin" else (p2, p2)))
     return np.array(rows).reshape(-1, system.nv), np.array(errors), spans
@@ -100,42 +100,41 @@ class Elimination:
         self.J_all = J
         self.e_all = e
         self.MinvJT_all = factor.solve(J.T)           # M~^-1 J^T, (nv, k)
-        D = J @ self.MinvJT_all
+        D = matmul(J, self.MinvJT_all)
         self.kept = _independent_rows(D)
         k = self.kept
         self.J = J[k]
         self.MinvJT = self.MinvJT_all[:, k]
-        self.D_chol, info = lapack.dpotrf(D[np.ix_(k, k)], lower=1, clean=1)
+        self.D_chol = Cholesky(D[np.ix_(k, k)])
         self.lambda0 = np.zeros(len(e))
-        rhs = -beta_ * e[k] - self.J @ u_star
+        rhs = -beta_ * e[k] - matmul(self.J, u_star)
         lam0 = self._solve_D(rhs)
         self.lambda0[k] = lam0
-        self.u0 = u_star + self.MinvJT @ lam0
+        self.u0 = u_star + matmul(self.MinvJT, lam0)
 
     def _solve_D(self, rhs):
         if rhs.size == 0:
             return rhs
-        x, _ = lapack.dpotrs(self.D_chol, rhs, lower=1)
-        return x
+        return self.D_chol.solve(rhs)
 
     def response(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For Y = M~^-1 J_c^T (nv, m): (M_c^-1 J_c^T, D^-1 J Y) - the constrained response and
         what recovers lambda from lambda_c."""
         if not len(self.kept) or Y.shape[1] == 0:
             return Y, np.zeros((len(self.kept), Y.shape[1]))
-        DinvJY = self._solve_D(self.J @ Y)
-        return Y - self.MinvJT @ DinvJY, DinvJY
+        DinvJY = self._solve_D(matmul(self.J, Y))
+        return Y - matmul(self.MinvJT, DinvJY), DinvJY
 
     def impulses(self, DinvJY: np.ndarray, lambda_c: np.ndarray) -> np.ndarray:
         """lambda of every row (dropped rows: 0), equation (2)."""
         lam = self.lambda0.copy()
         if lambda_c.size and len(self.kept):
-            lam[self.kept] -= DinvJY @ lambda_c
+            lam[self.kept] -= matmul(DinvJY, lambda_c)
         return lam
 
     def inverse_mass(self, Minv: np.ndarray) -> np.ndarray:
         """M_c^-1 (nv, nv) from M~^-1."""
-        return Minv - self.MinvJT @ self._solve_D(self.MinvJT.T)
+        return Minv - matmul(self.MinvJT, self._solve_D(self.MinvJT.T))
 
 
 def _independent_rows(D: np.ndarray) -> np.ndarray:
@@ -146,7 +145,4 @@ def _independent_rows(D: np.ndarray) -> np.ndarray:
     scale = float(np.max(np.diag(D)))
     if scale <= 0:
         return np.zeros(0, dtype=int)
-    c, piv, rank, info = lapack.dpstrf(D, lower=1, tol=RANK_TOLERANCE * scale)
-    if info == 0:
-        return np.arange(n)
-    return np.sort(piv[:rank] - 1)
+    return independent_rows(D, RANK_TOLERANCE * scale)

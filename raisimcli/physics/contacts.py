@@ -22,7 +22,7 @@ import numpy as np
 
 from raisimcli.physics.collision import Shape, make_geometry, robot_shapes, shape_poses, \
     sweep_and_prune, transform
-from raisimcli.physics.conventions import cross
+from raisimcli.linalg import cross, dot, norm
 
 # shapes with flat faces: their contacts with a face are patches of several points
 _PATCH_KINDS = ("box", "cylinder", "mesh")
@@ -109,8 +109,8 @@ class Contact:
 def _frame(n: np.ndarray) -> np.ndarray:
     """(3, 3) columns t1, t2, n: a right-handed frame around the unit normal n."""
     a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    t1 = a - (a @ n) * n
-    t1 /= np.linalg.norm(t1)
+    t1 = a - dot(a, n) * n
+    t1 /= norm(t1)
     return np.column_stack([t1, cross(n, t1), n])
 
 
@@ -239,7 +239,7 @@ class ContactWorld:
                                           (id(sa), a.index, id(sb), b.index, k)))
 
     def _contact(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> Contact:
-        n = n / np.linalg.norm(n)
+        n = n / norm(n)
         return Contact(system, shape.body, shape.link, system_b, body_b, name_b, p, _frame(n), d,
                        pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
                        self.slop, key)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from raisimcli.linalg import dot, matmul
+
 
 @dataclass
 class JointWrenches:
@@ -87,8 +89,8 @@ class InverseDynamics:
             u_pin, a_pin = u, a
         else:
             T = conv.velocity_transform(q)
-            u_pin = T.T @ u
-            a_pin = T.T @ a + conv.bias_correction(u_pin)  # d/dt (T^T u)
+            u_pin = matmul(T.T, u)
+            a_pin = matmul(T.T, a) + conv.bias_correction(u_pin)  # d/dt (T^T u)
         # external loads as spatial forces in each body's local frame (the step's kinematics)
         fext = self._fext
         for body in self._loaded:
@@ -132,8 +134,8 @@ class InverseDynamics:
         torque = moment - _cross_rows(point, force)
         for k, body, j in self.moving:
             if j.nv == 1:
-                axis = data.oMi[body].rotation @ j.axis
-                actuation[k] = axis @ (force[k] if j.type == "prismatic" else torque[k])
+                axis = matmul(data.oMi[body].rotation, j.axis)
+                actuation[k] = dot(axis, force[k] if j.type == "prismatic" else torque[k])
         return JointWrenches(force, torque, actuation)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from raisimcli.model.types import RobotModel
+from raisimcli.linalg import matmul
 
 
 @dataclass
@@ -85,7 +86,7 @@ def actuator_torques(tr: Transmission, tau_a: np.ndarray, u: np.ndarray,
         tau_m,max = clamp( tau_stall - b w_m, -tau_peak, tau_peak)
         tau_m = clamp(tau_a / G, tau_m,min, tau_m,max)     (tau_a / G without the region)
     """
-    w_m = tr.T @ u
+    w_m = matmul(tr.T, u)
     stall, peak = tr.stall, tr.peak
     emf = tr.back_emf * w_m
     # np.minimum(np.maximum()) rather than np.clip: the same, several times faster on small arrays
@@ -93,4 +94,4 @@ def actuator_torques(tr: Transmission, tau_a: np.ndarray, u: np.ndarray,
     hi = np.minimum(np.maximum(stall - emf, -peak), peak)
     commanded = tau_a / tr.gear
     applied = np.minimum(np.maximum(commanded, lo), hi) if enforce_region else commanded
-    return tr.T.T @ applied, ActuatorState(w_m, lo, hi, commanded, applied)
+    return matmul(tr.T.T, applied), ActuatorState(w_m, lo, hi, commanded, applied)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
-
 from raisimcli.errors import RaisimcliError
+from raisimcli.linalg import Cholesky
 
 
 def implicit_diagonal(dt: float, b_joint, b_out, kd, kp, k_s) -> np.ndarray:
@@ -14,20 +13,20 @@ def implicit_diagonal(dt: float, b_joint, b_out, kd, kp, k_s) -> np.ndarray:
 
 
 class Factorized:
-    """One Cholesky factorisation of M~ (nv, nv), reused for every solve of the step (LAPACK
-    dpotrf / dpotrs, called directly: scipy's wrappers cost more than the factorisation)."""
+    """One Cholesky factorisation of M~ (nv, nv), reused for every solve of the step (our
+    fixed-order loops, not LAPACK: see raisimcli.linalg)."""
 
     def __init__(self, M_tilde: np.ndarray):
         self.matrix = M_tilde
-        self._c, info = lapack.dpotrf(M_tilde, lower=1, clean=0)
-        if info != 0:
-            raise RaisimcliError(f"the mass matrix is not positive definite (LAPACK dpotrf info "
-                                 f"{info}); the state is probably not finite")
+        self._c = Cholesky(M_tilde)
+        if self._c.info != 0:
+            raise RaisimcliError(f"the mass matrix is not positive definite (pivot "
+                                 f"{self._c.info - 1} of the Cholesky factorisation); the state "
+                                 "is probably not finite")
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """M~^-1 rhs, for a (nv,) vector or an (nv, k) matrix."""
-        x, info = lapack.dpotrs(self._c, rhs, lower=1)
-        return x
+        return self._c.solve(rhs)
 
 
 def free_velocity(factor: Factorized, u: np.ndarray, dt: float, tau_exp: np.ndarray,

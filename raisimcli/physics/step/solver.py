@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from raisimcli.linalg import matmul
 from raisimcli.physics.step.contact_solver import SCALAR, block_gauss_seidel
 
 DEFAULT_MAX_ITERATIONS = 200
@@ -86,7 +87,7 @@ class Rows:
         out = {}
         for source in dict.fromkeys(self.source):
             sel = [i for i, s in enumerate(self.source) if s == source]
-            out[source] = self.J[sel].T @ impulse[sel]
+            out[source] = matmul(self.J[sel].T, impulse[sel])
         return out
 
     @classmethod
@@ -111,13 +112,13 @@ def solve_impulses(rows: Rows, u_star: np.ndarray, response: np.ndarray,
     m = rows.m
     if m == 0:
         return SolverResult(np.zeros(0), u_star.copy(), 0, 0.0)
-    G = np.ascontiguousarray(rows.J @ response)  # Delassus matrix of the rows, (m, m)
+    G = matmul(rows.J, response)  # Delassus matrix of the rows, (m, m)
     lam = np.zeros(m) if impulse0 is None else np.array(impulse0, dtype=np.float64)
-    v = rows.J @ u_star + G @ lam
+    v = matmul(rows.J, u_star) + matmul(G, lam)
     start, kind, mu = rows.blocks()
     iterations, residual = block_gauss_seidel(
         G, v, lam, np.ascontiguousarray(rows.target, dtype=np.float64),
         np.ascontiguousarray(rows.lo, dtype=np.float64),
         np.ascontiguousarray(rows.hi, dtype=np.float64), start, kind,
         np.ascontiguousarray(mu, dtype=np.float64), max_iterations, tolerance)
-    return SolverResult(lam, u_star + response @ lam, iterations, residual)
+    return SolverResult(lam, u_star + matmul(response, lam), iterations, residual)

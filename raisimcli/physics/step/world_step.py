@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from raisimcli.linalg import matmul
 from raisimcli.physics.step.contact_solver import CONTACT
 from raisimcli.physics.step.solver import Rows, solve_impulses
 
@@ -59,7 +60,7 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         by_source = {}
         for source in dict.fromkeys(rows.source):
             sel = [i for i, src in enumerate(rows.source) if src == source]
-            g = rows.J[sel][:, cols].T @ lam[sel]
+            g = matmul(rows.J[sel][:, cols].T, lam[sel])
             if np.any(g):
                 by_source[source] = g
         point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)]
@@ -82,8 +83,8 @@ def _contact_rows(contacts, systems, index, offsets, N, dt, u_now) -> Rows:
                 continue
             k = index[id(system)]
             J_lin, _ = system._jacobians_at(body, c.position)
-            J[r:r + 3, offsets[k]:offsets[k + 1]] += sign * (frame.T @ J_lin)
-        target[r + 2] = c.target_normal_velocity(dt, float(J[r + 2] @ u_now))
+            J[r:r + 3, offsets[k]:offsets[k + 1]] += sign * matmul(frame.T, J_lin)
+        target[r + 2] = c.target_normal_velocity(dt, float(matmul(J[r + 2], u_now)))
         keys += [(c.key, 0), (c.key, 1), (c.key, 2)]
         source += ["contacts"] * 3
     starts = 3 * np.arange(len(contacts), dtype=np.int64)
@@ -98,6 +99,6 @@ def _report_contact_impulses(contacts, rows, lam, u_next) -> None:
         r = first + 3 * c_i
         local = lam[r:r + 3]
         c.impulse_contact = local.copy()
-        c.impulse = c.frame @ local
-        c.velocity_contact = rows.J[r:r + 3] @ u_next  # A relative to B, (t1, t2, n)
+        c.impulse = matmul(c.frame, local)
+        c.velocity_contact = matmul(rows.J[r:r + 3], u_next)  # A relative to B, (t1, t2, n)
         c.target = float(rows.target[r + 2])

@@ -1,0 +1,210 @@
+"""Small dense linear algebra with a fixed order of operations: the same bits on every x86-64.
+
+numpy's `@`, `np.dot`, `np.linalg` and scipy's LAPACK wrappers go through OpenBLAS, which picks its
+kernels at run time from the processor (Haswell, SkylakeX, Zen, ...). Kernels sum in different
+orders, so a product or a Cholesky factor can differ in the last bit between two machines, and a
+contact set that hinges on that bit changes a whole trajectory. Every product, norm and
+factorisation whose result reaches a log goes through the functions below instead: compiled loops
+(numba, no fastmath, so no reassociation and no fused multiply-add) that sum in index order. The
+matrices of a step are small (nv <= a few dozen), where these loops cost no more than a BLAS call.
+
+Every function takes and returns float64 numpy arrays; inputs are not modified.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _mm(A, B, out):
+    n, k = A.shape
+    m = B.shape[1]
+    for i in range(n):
+        for j in range(m):
+            s = 0.0
+            for p in range(k):
+                s += A[i, p] * B[p, j]
+            out[i, j] = s
+
+
+@njit(cache=True)
+def _mv(A, x, out):
+    n, k = A.shape
+    for i in range(n):
+        s = 0.0
+        for p in range(k):
+            s += A[i, p] * x[p]
+        out[i] = s
+
+
+@njit(cache=True)
+def _dot(a, b):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
+@njit(cache=True)
+def _cholesky(A, L):
+    """Lower Cholesky factor of A into L; returns 0, or j + 1 if the j-th pivot is not > 0
+    (LAPACK dpotrf's info)."""
+    n = A.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for p in range(j):
+            s -= L[j, p] * L[j, p]
+        if not s > 0.0:
+            return j + 1
+        d = math.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for p in range(j):
+                t -= L[i, p] * L[j, p]
+            L[i, j] = t / d
+    return 0
+
+
+@njit(cache=True)
+def _cho_solve(L, B, X):
+    """X = (L L^T)^-1 B for B (n, k): forward then backward substitution, column by column."""
+    n, k = B.shape
+    for c in range(k):
+        for i in range(n):
+            s = B[i, c]
+            for p in range(i):
+                s -= L[i, p] * X[p, c]
+            X[i, c] = s / L[i, i]
+        for i in range(n - 1, -1, -1):
+            s = X[i, c]
+            for p in range(i + 1, n):
+                s -= L[p, i] * X[p, c]
+            X[i, c] = s / L[i, i]
+
+
+@njit(cache=True)
+def _pivoted_rank(D, tol, perm):
+    """Outer-product Cholesky of the symmetric D with diagonal pivoting (LAPACK dpstrf's rule:
+    the largest remaining diagonal entry, the first one on a tie; stop when it is <= tol).
+    Writes the pivot order into perm and returns the rank."""
+    n = D.shape[0]
+    A = D.copy()
+    for i in range(n):
+        perm[i] = i
+    for k in range(n):
+        p = k
+        best = A[k, k]
+        for i in range(k + 1, n):
+            if A[i, i] > best:
+                best = A[i, i]
+                p = i
+        if not best > tol:
+            return k
+        if p != k:
+            for c in range(n):
+                t = A[k, c]
+                A[k, c] = A[p, c]
+                A[p, c] = t
+            for r in range(n):
+                t = A[r, k]
+                A[r, k] = A[r, p]
+                A[r, p] = t
+            t2 = perm[k]
+            perm[k] = perm[p]
+            perm[p] = t2
+        d = math.sqrt(A[k, k])
+        A[k, k] = d
+        for i in range(k + 1, n):
+            A[i, k] /= d
+        for j in range(k + 1, n):
+            for i in range(k + 1, n):
+                A[i, j] -= A[i, k] * A[j, k]
+    return n
+
+
+def _f64(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def matmul(A, B) -> np.ndarray:
+    """A @ B for 1-D or 2-D A and B (numpy's shapes rules, without BLAS)."""
+    A, B = _f64(A), _f64(B)
+    if A.ndim == 1 and B.ndim == 1:
+        if A.shape[0] != B.shape[0]:
+            raise ValueError(f"matmul: shapes {A.shape} and {B.shape} do not match")
+        return np.float64(_dot(A, B))
+    if A.ndim == 1:
+        return matmul(B.T, A)
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"matmul: shapes {A.shape} and {B.shape} do not match")
+    if B.ndim == 1:
+        out = np.empty(A.shape[0])
+        _mv(A, B, out)
+        return out
+    out = np.empty((A.shape[0], B.shape[1]))
+    _mm(A, _f64(B), out)
+    return out
+
+
+def dot(a, b) -> float:
+    """a . b of two vectors, summed in index order."""
+    a, b = _f64(a).reshape(-1), _f64(b).reshape(-1)
+    if a.shape != b.shape:
+        raise ValueError(f"dot: shapes {a.shape} and {b.shape} do not match")
+    return float(_dot(a, b))
+
+
+def norm(a) -> float:
+    """Euclidean norm of a vector: sqrt of the sum of squares in index order."""
+    a = _f64(a).reshape(-1)
+    return math.sqrt(_dot(a, a))
+
+
+def cross(a, b) -> np.ndarray:
+    """a x b for 3-vectors (np.cross costs ten times more on small arrays)."""
+    a = a.tolist() if isinstance(a, np.ndarray) else a
+    b = b.tolist() if isinstance(b, np.ndarray) else b
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
+def congruence(T: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """T M T^T."""
+    return matmul(matmul(T, M), _f64(T).T)
+
+
+class Cholesky:
+    """The factorisation A = L L^T of a symmetric positive definite A (n, n). `info` is 0, or
+    j + 1 when the j-th leading minor is not positive (then the factor is unusable)."""
+
+    def __init__(self, A):
+        A = _f64(A)
+        self.n = A.shape[0]
+        self.L = np.zeros((self.n, self.n))
+        self.info = int(_cholesky(A, self.L))
+
+    def solve(self, B) -> np.ndarray:
+        """A^-1 B for a (n,) vector or an (n, k) matrix."""
+        B = _f64(B)
+        vector = B.ndim == 1
+        B2 = B.reshape(self.n, -1)
+        X = np.empty_like(B2)
+        _cho_solve(self.L, np.ascontiguousarray(B2), X)
+        return X.reshape(-1) if vector else X
+
+
+def independent_rows(D, tol: float) -> np.ndarray:
+    """Sorted indices of an independent subset of the rows of the symmetric positive
+    semi-definite D: the pivots of a diagonally pivoted Cholesky whose pivot exceeds `tol`."""
+    D = _f64(D)
+    perm = np.empty(D.shape[0], dtype=np.int64)
+    rank = int(_pivoted_rank(D, float(tol), perm))
+    return np.sort(perm[:rank])
+
+
+__all__ = ["Cholesky", "congruence", "cross", "dot", "independent_rows", "matmul", "norm"]

@@ -1,0 +1,69 @@
+"""raisimcli.linalg, the fixed-order algebra of the step, against numpy/LAPACK (a second
+implementation) and against identities."""
+
+import numpy as np
+import pytest
+
+from conftest import assert_close
+from raisimcli.linalg import Cholesky, congruence, dot, independent_rows, matmul, norm
+
+
+@pytest.mark.parametrize("shape", [((4, 3), (3, 5)), ((1, 7), (7, 1)), ((6, 0), (0, 2)),
+                                   ((5, 5), (5,)), ((3,), (3, 4)), ((9,), (9,))])
+def test_matmul_matches_numpy(rng, shape):
+    A = rng.standard_normal(shape[0])
+    B = rng.standard_normal(shape[1])
+    expected = A @ B
+    got = matmul(A, B)
+    assert np.shape(got) == np.shape(expected)
+    assert_close(got, expected, rtol=1e-13, atol=1e-13, what="A @ B")
+
+
+def test_matmul_takes_views_and_rejects_mismatched_shapes(rng):
+    A = rng.standard_normal((6, 4))
+    assert_close(matmul(A.T, A[:, :2]), A.T @ A[:, :2], rtol=1e-13, atol=1e-13, what="views")
+    with pytest.raises(ValueError, match="do not match"):
+        matmul(A, A)
+
+
+def test_dot_and_norm_sum_in_index_order():
+    # 1 + 1e-16 + ... loses the small terms one by one when summed from the left; pairwise or
+    # blocked summation would keep some of them
+    a = np.array([1.0] + [1e-16] * 8)
+    assert dot(a, np.ones(9)) == 1.0
+    assert norm([3.0, 4.0]) == 5.0
+
+
+def test_congruence(rng):
+    T, M = rng.standard_normal((5, 5)), rng.standard_normal((5, 5))
+    assert_close(congruence(T, M), T @ M @ T.T, rtol=1e-12, atol=1e-12, what="T M T^T")
+
+
+def test_cholesky_solves_like_lapack(rng):
+    X = rng.standard_normal((8, 8))
+    A = X @ X.T + 8 * np.eye(8)
+    c = Cholesky(A)
+    assert c.info == 0
+    assert_close(c.L @ c.L.T, A, rtol=1e-13, atol=1e-13, what="L L^T")
+    assert_close(c.L, np.linalg.cholesky(A), rtol=1e-12, atol=1e-13, what="L")
+    b, B = rng.standard_normal(8), rng.standard_normal((8, 3))
+    assert_close(A @ c.solve(b), b, rtol=1e-12, atol=1e-12, what="A A^-1 b")
+    assert_close(c.solve(B), np.linalg.solve(A, B), rtol=1e-11, atol=1e-12, what="A^-1 B")
+
+
+def test_cholesky_reports_the_first_non_positive_pivot():
+    A = np.diag([1.0, 2.0, -1.0, 4.0])
+    assert Cholesky(A).info == 3
+    assert Cholesky(np.zeros((2, 2))).info == 1
+
+
+def test_independent_rows_drop_dependent_ones(rng):
+    J = rng.standard_normal((3, 6))
+    J = np.vstack([J, J[0] + 2 * J[2], J[1]])  # rows 3 and 4 depend on the others
+    D = J @ J.T
+    kept = independent_rows(D, 1e-10 * np.max(np.diag(D)))
+    assert len(kept) == 3
+    assert np.linalg.matrix_rank(J[kept]) == 3
+    full = J[:3] @ J[:3].T
+    assert list(independent_rows(full, 1e-10 * np.max(np.diag(full)))) == [0, 1, 2]
+    assert len(independent_rows(np.zeros((2, 2)), 0.0)) == 0
