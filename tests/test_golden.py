@@ -1,5 +1,7 @@
-"""Every shipped scenario against its golden log (tests/golden/, see its README): an unintended
-change of the physics fails CI."""
+"""Every shipped scenario against its golden log (tests/golden/, see its README), bit for bit: the
+step does not depend on the machine's BLAS kernels (tests/test_determinism.py), so any difference
+is a change of the physics, or of a dependency's arithmetic (CI installs the versions of
+.ci/constraints.txt)."""
 
 import os
 
@@ -24,5 +26,5 @@ def test_scenario_matches_golden(tmp_path, name):
                                  "--duration", "0.2", "-o", str(out)])
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, f"{name}.h5"), str(out),
-                                 "--rtol", "1e-8", "--atol", "1e-10", "--max-report", "5"])
+                                 "--rtol", "0", "--atol", "0", "--max-report", "5"])
     assert r.exit_code == 0, r.output
