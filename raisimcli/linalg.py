@@ -127,6 +127,88 @@ def _pivoted_rank(D, tol, perm):
     return n
 
 
+@njit(cache=True)
+def _jacobi(S, w, V):
+    """Eigen-decomposition of the symmetric S by cyclic Jacobi rotations (Numerical Recipes'
+    `jacobi`): eigenvalues into w, eigenvectors into the columns of V."""
+    n = S.shape[0]
+    A = S.copy()
+    for i in range(n):
+        for j in range(n):
+            V[i, j] = 1.0 if i == j else 0.0
+    for sweep in range(100):
+        off = 0.0
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                off += abs(A[p, q])
+        if off == 0.0:
+            break
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                apq = A[p, q]
+                g = 100.0 * abs(apq)
+                if sweep > 3 and abs(A[p, p]) + g == abs(A[p, p]) and \
+                        abs(A[q, q]) + g == abs(A[q, q]):
+                    A[p, q] = 0.0
+                    A[q, p] = 0.0
+                    continue
+                if apq == 0.0:
+                    continue
+                h = A[q, q] - A[p, p]
+                if abs(h) + g == abs(h):
+                    t = apq / h
+                else:
+                    theta = 0.5 * h / apq
+                    t = 1.0 / (abs(theta) + math.sqrt(1.0 + theta * theta))
+                    if theta < 0.0:
+                        t = -t
+                c = 1.0 / math.sqrt(1.0 + t * t)
+                s = t * c
+                for k in range(n):  # columns p, q of A, then rows p, q
+                    akp = A[k, p]
+                    akq = A[k, q]
+                    A[k, p] = c * akp - s * akq
+                    A[k, q] = s * akp + c * akq
+                for k in range(n):
+                    apk = A[p, k]
+                    aqk = A[q, k]
+                    A[p, k] = c * apk - s * aqk
+                    A[q, k] = s * apk + c * aqk
+                for k in range(n):
+                    vkp = V[k, p]
+                    vkq = V[k, q]
+                    V[k, p] = c * vkp - s * vkq
+                    V[k, q] = s * vkp + c * vkq
+    for i in range(n):
+        w[i] = A[i, i]
+
+
+def symmetric_eigen(S) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues ascending (n,), eigenvectors as columns (n, n)) of a symmetric matrix, by
+    Jacobi rotations: for the 3 x 3 tensors of a URDF, without LAPACK."""
+    S = _f64(S)
+    S = 0.5 * (S + S.T)
+    w = np.empty(S.shape[0])
+    V = np.empty_like(S)
+    _jacobi(np.ascontiguousarray(S), w, V)
+    order = np.argsort(w, kind="stable")
+    return w[order], np.ascontiguousarray(V[:, order])
+
+
+def symmetric_eigenvalues(S) -> np.ndarray:
+    """Eigenvalues, ascending, of a symmetric matrix (see :func:`symmetric_eigen`)."""
+    return symmetric_eigen(S)[0]
+
+
+def nearest_positive_semidefinite(S) -> np.ndarray:
+    """The positive semi-definite matrix nearest to the symmetric S in the Frobenius norm:
+    V max(w, 0) V^T (Higham, "Computing a nearest symmetric positive semidefinite matrix",
+    Linear Algebra Appl. 103, 1988)."""
+    w, V = symmetric_eigen(S)
+    P = matmul(V * np.maximum(w, 0.0), V.T)
+    return 0.5 * (P + P.T)
+
+
 def _f64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
 
@@ -207,4 +289,5 @@ def independent_rows(D, tol: float) -> np.ndarray:
     return np.sort(perm[:rank])
 
 
-__all__ = ["Cholesky", "congruence", "cross", "dot", "independent_rows", "matmul", "norm"]
+__all__ = ["Cholesky", "congruence", "cross", "dot", "independent_rows", "matmul",
+           "nearest_positive_semidefinite", "norm", "symmetric_eigen", "symmetric_eigenvalues"]

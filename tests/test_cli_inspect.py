@@ -4,6 +4,7 @@ import json
 import os
 import time
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -56,7 +57,7 @@ def test_inspect_every_shipped_robot(path):
     js = run("inspect", path, "--json")
     assert js.exit_code == 0
     s = json.loads(js.stdout)
-    assert s["schema"] == "raisimcli-inspect" and s["schema_version"] == 1
+    assert s["schema"] == "raisimcli-inspect" and s["schema_version"] == 2
     # the human output shows the same facts
     assert f"nq = {s['nq']}" in r.output and f"nv = {s['nv']}" in r.output
     for j in s["joints"]:
@@ -127,20 +128,16 @@ BROKEN = [
     ("planar", 'name="j2" type="revolute"', 'name="j2" type="planar"', "not supported"),
     ("unknown-type", 'name="j2" type="revolute"', 'name="j2" type="hinge"', "unknown joint type 'hinge'"),
     ("no-type", 'name="j2" type="revolute"', 'name="j2"', "missing required attribute 'type'"),
-    ("lower-above-upper", 'lower="-1" upper="1" effort="10" velocity="3"/>\n    <dynamics', 'lower="2" upper="1" effort="10" velocity="3"/>\n    <dynamics', "lower limit 2 is above upper limit 1"),
     ("negative-effort", 'effort="10" velocity="3"/>\n    <dynamics', 'effort="-10" velocity="3"/>\n    <dynamics', "'effort' must be >= 0"),
     ("negative-damping", 'damping="0.1"', 'damping="-0.1"', "'damping' must be >= 0"),
     ("negative-rotor", 'friction="0.2"/>', 'friction="0.2" rotor_inertia="-1"/>', "'rotor_inertia' must be >= 0"),
     ("box-size", '<box size="0.1 0.1 0.1"/>', '<box size="0.1 -0.1 0.1"/>', "box size must be > 0"),
-    ("two-geometries", '<box size="0.1 0.1 0.1"/>', '<box size="0.1 0.1 0.1"/><sphere radius="1"/>', "exactly one of"),
-    ("unknown-geometry", '<box size="0.1 0.1 0.1"/>', '<cone radius="1"/>', "unknown geometry"),
     ("sphere-radius", '<box size="0.1 0.1 0.1"/>', '<sphere radius="0"/>', "'radius' must be > 0"),
     ("missing-mesh", '<box size="0.1 0.1 0.1"/>', '<mesh filename="package://nopkg/m.stl"/>', "mesh file 'package://nopkg/m.stl' not found"),
     ("mimic-unknown", '<limit lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', '<limit lower="-1" upper="1" effort="10" velocity="3"/>\n    <mimic joint="ghost"/>\n  </joint>', "mimic joint 'ghost' is not a joint"),
     ("mimic-self", '<limit lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', '<limit lower="-1" upper="1" effort="10" velocity="3"/>\n    <mimic joint="j2"/>\n  </joint>', "cannot mimic itself"),
     ("mimic-cycle", [('<dynamics damping="0.1" friction="0.2"/>', '<dynamics damping="0.1" friction="0.2"/><mimic joint="j2"/>'), ('<limit lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', '<limit lower="-1" upper="1" effort="10" velocity="3"/>\n    <mimic joint="j1"/>\n  </joint>')], "mimic joints form a cycle"),
     ("mimic-bad-multiplier", '<limit lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', '<limit lower="-1" upper="1" effort="10" velocity="3"/>\n    <mimic joint="j1" multiplier="two"/>\n  </joint>', "'multiplier' must be a number"),
-    ("mimic-on-fixed", [('name="j2" type="revolute"', 'name="j2" type="fixed"'), ('<limit lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', '<limit lower="-1" upper="1" effort="10" velocity="3"/>\n    <mimic joint="j1"/>\n  </joint>')], "only allowed on revolute"),
     ("actuator-unknown-joint", '<actuator joint="j2"', '<actuator joint="j9"', "actuated joint 'j9'"),
     ("actuator-no-motor", '<motor resistance="1" torque_constant="0.1" velocity_constant="10" bus_voltage="24"/>', '', "exactly one <motor>"),
     ("actuator-two-constants", 'velocity_constant="10"', 'velocity_constant="10" back_emf_constant="0.1"', "exactly one of 'velocity_constant'"),
@@ -156,7 +153,6 @@ BROKEN = [
     ("equality-three-axes", '<pin body1="a" body2="b" anchor="0.2 0 0"/>', '<equality body1="a" body2="b"><axis xyz="1 0 0"/><axis xyz="0 1 0"/><axis xyz="0 0 1"/></equality>', "one or two <axis xyz>"),
     ("equality-parallel", '<pin body1="a" body2="b" anchor="0.2 0 0"/>', '<equality body1="a" body2="b"><axis xyz="1 0 0"/><axis xyz="2 0 0"/></equality>', "parallel"),
     ("constraint-unknown-kind", '<pin body1="a" body2="b" anchor="0.2 0 0"/>', '<weld body1="a" body2="b"/>', "expected <pin> or <equality>"),
-    ("massless-moving-body", '<mass value="0.5"/>\n      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>', '<mass value="0"/>\n      <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/>', "joint 'j2' moves no mass"),
 ]
 
 
@@ -232,3 +228,82 @@ def test_actuator_file_errors_name_that_file(tmp_path):
     r = run("inspect", str(p))
     assert r.exit_code == 2
     assert "drive.xml" in r.output and "velocity_constant" in r.output
+
+
+# files that urdfdom, Pinocchio or RaiSim read although they are odd: they load, with a warning
+# naming the line and element (its code in brackets), and --strict refuses them
+NO_LOOP = ('<constraints nominal_config="0 0">\n    <pin body1="a" body2="b" anchor="0.2 0 0"/>\n'
+           '  </constraints>\n', '')
+INTERPRETED = [
+    ("zero-velocity", [('effort="10" velocity="3"/>\n  </joint>', 'effort="10" velocity="0"/>\n  </joint>')], "zero-velocity-limit", "<limit>"),
+    ("zero-effort", [('effort="10" velocity="3"/>\n  </joint>', 'effort="0" velocity="3"/>\n  </joint>')], "zero-effort-limit", "<limit>"),
+    ("lower-equals-upper", [('lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', 'lower="0" upper="0" effort="10" velocity="3"/>\n  </joint>')], "empty-position-range", "<limit>"),
+    ("lower-above-upper", [('lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', 'lower="1" upper="-1" effort="10" velocity="3"/>\n  </joint>')], "inverted-position-range", "<limit>"),
+    ("two-geometries", [('<box size="0.1 0.1 0.1"/>', '<box size="0.1 0.1 0.1"/><sphere radius="1"/>')], "geometry-extra-shapes", "<geometry>"),
+    ("unknown-geometry", [('<box size="0.1 0.1 0.1"/>', '<cone radius="1"/>')], "collision-dropped", "<cone>"),
+    ("empty-geometry", [('<box size="0.1 0.1 0.1"/>', '')], "collision-dropped", "<geometry>"),
+    ("mesh-scale-four", [('<box size="0.1 0.1 0.1"/>', '<mesh filename="m.stl" scale="1 1 1 1"/>')], "collision-dropped", "<mesh>"),
+    ("mimic-on-fixed", [NO_LOOP, ('name="j2" type="revolute"', 'name="j2" type="fixed"'), ('<limit lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', '<mimic joint="j1"/>\n  </joint>'), ('<actuator joint="j2"', '<actuator joint="j1"')], "mimic-on-fixed-joint", "<mimic>"),
+    ("massless-moving-body", [NO_LOOP, ('<mass value="0.5"/>\n      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>', '<mass value="0"/>\n      <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/>')], "massless-joint", '<joint name="j2">'),
+    ("inertia-rounding", [('ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>\n  </link>', 'ixx="1e-9" ixy="2e-9" ixz="0" iyy="1e-9" iyz="0" izz="1e-9"/></inertial>\n  </link>')], "inertia-projected", "<inertia>"),
+]
+
+
+@pytest.mark.parametrize("case", INTERPRETED, ids=[c[0] for c in INTERPRETED])
+def test_interpreted_urdf_loads_with_a_warning_and_strict_refuses_it(tmp_path, case):
+    name, pairs, code, element = case
+    text = BASE
+    for old, new in pairs:
+        assert old in text, f"mutation {name} does not apply"
+        text = text.replace(old, new, 1)
+    p = tmp_path / "odd.urdf"
+    p.write_text(text)
+    js = run("inspect", str(p), "--json")
+    assert js.exit_code == 0, js.output
+    warnings = [w for w in json.loads(js.stdout)["warnings"] if w["code"] == code]
+    assert len(warnings) == 1, js.stdout
+    w = warnings[0]
+    assert w["file"] == str(p) and w["element"] == element
+    line = w["line"]
+    assert line is not None and element.split()[0].lstrip("<").rstrip(">") in \
+        text.splitlines()[line - 1], (line, text.splitlines()[line - 1])
+    r = run("inspect", str(p), "-q")
+    assert r.exit_code == 0 and f"{p}:{line}: {element}:" in r.output and f"[{code}]" in r.output
+    r = run("inspect", str(p), "--strict")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"{p}:" in r.output and f"[{code}]" in r.output and "--strict" in r.output
+
+
+def test_interpretations_follow_the_urdf_conventions(tmp_path):
+    """What each interpretation means for the model: no limit where the file wrote zeros or an
+    empty range, the first shape of a geometry, the axis of a fixed joint not read."""
+    from raisimcli.model import load_urdf_string
+    text = BASE.replace('effort="10" velocity="3"/>\n  </joint>', 'effort="0" velocity="0"/>\n  </joint>', 1)
+    text = text.replace('<box size="0.1 0.1 0.1"/>', '<sphere radius="0.3"/><box size="1 1 1"/>', 1)
+    m = load_urdf_string(text, str(tmp_path / "x.urdf"))
+    j2 = m.joint("j2")
+    assert j2.effort == np.inf and j2.velocity == np.inf and (j2.lower, j2.upper) == (-1, 1)
+    assert [g.kind for g in m.link("a").collisions] == ["sphere"]
+    text = BASE.replace('lower="-1" upper="1" effort="10" velocity="3"/>\n  </joint>', 'lower="0.5" upper="0.5" effort="10" velocity="3"/>\n  </joint>', 1)
+    j2 = load_urdf_string(text, str(tmp_path / "x.urdf")).joint("j2")
+    assert (j2.lower, j2.upper) == (-np.inf, np.inf) and not j2.has_position_limits
+    fixed = BASE.replace(NO_LOOP[0], "").replace('name="j2" type="revolute"', 'name="j2" type="fixed"')
+    fixed = fixed.replace('<axis xyz="0 1 0"/>', '<axis xyz="0 0 0"/>').replace('<actuator joint="j2"', '<actuator joint="j1"')
+    m = load_urdf_string(fixed, str(tmp_path / "x.urdf"))
+    assert m.nv == 1 and not [w for w in m.warnings if "axis" in w.message]
+
+
+@pytest.mark.parametrize("declaration", ['<!-- generated -->\n<?xml version="1.0"?>\n',
+                                         '<?xml version="0.0" ?>\n',
+                                         '<?xml version="1.0"?>\n\n<?xml version="1.0"?>\n',
+                                         '<?xml version="1.0" encoding="ISO-8859-1"?>\n'])
+def test_odd_xml_declarations_are_read_with_the_right_lines(tmp_path, declaration):
+    p = tmp_path / "decl.urdf"
+    text = declaration + BASE.lstrip().replace('<mass value="-1"/>', "")
+    broken = text.replace('<mass value="0.5"/>', '<mass value="-0.5"/>')
+    p.write_bytes(text.encode("latin-1"))
+    assert run("inspect", str(p), "-q").exit_code == 0
+    p.write_bytes(broken.encode("latin-1"))
+    r = run("inspect", str(p))
+    line = broken.splitlines().index(next(x for x in broken.splitlines() if "-0.5" in x)) + 1
+    assert r.exit_code == 2 and f"{p}:{line}: <mass>:" in r.output, r.output

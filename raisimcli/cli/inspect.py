@@ -6,9 +6,17 @@ import json
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
+
+
+def warning_line(w: dict) -> str:
+    """`file:line: <element>: message [code]`, the one-line form of a summary's warning."""
+    where = w["file"] if w["line"] is None else f"{w['file']}:{w['line']}"
+    elem = f" {w['element']}:" if w["element"] else ""
+    return f"{where}:{elem} {w['message']} [{w['code']}]"
 
 
 def _fmt(x, unit: str = "") -> str:
@@ -95,7 +103,7 @@ def render(s: dict, console: Console) -> None:
 
     console.print("coordinates q: " + ", ".join(s["coordinates"]))
     for w in s["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}")
+        console.print(f"[yellow]warning:[/] {escape(warning_line(w))}")
     if not s["warnings"]:
         console.print("[green]no problems found[/]")
 
@@ -105,26 +113,38 @@ def render(s: dict, console: Console) -> None:
 @click.option("--base", type=click.Choice(["fixed", "floating"]), default=None,
               help="Override the base type (default: a root link named 'world' is fixed, "
                    "anything else floating).")
+@click.option("--strict", is_flag=True,
+              help="Treat the warnings (interpretations of the file, see docs/urdf.md) as errors.")
+@click.option("--xacro-arg", "xacro_args", multiple=True, metavar="NAME:=VALUE",
+              help="An argument of a .xacro file (repeatable).")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the model summary as JSON on stdout (schema raisimcli-inspect v1).")
+              help="Print the model summary as JSON on stdout (schema raisimcli-inspect v2).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only warnings and errors.")
-def inspect_command(urdf: str, base: str | None, as_json: bool, quiet: bool) -> None:
+def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple[str, ...],
+                    as_json: bool, quiet: bool) -> None:
     """Show what the simulator makes of a URDF: tree, joints, limits, dynamics, actuators, loop
     constraints, coordinate layout, masses and the problems found."""
     from raisimcli.cli.main import report_errors, stderr
-    from raisimcli.model import build_pinocchio_model, load_urdf  # heavy: load on use
+    from raisimcli.errors import ModelError
+    from raisimcli.model import load_urdf  # heavy: load on use
     from raisimcli.model.summary import summarize
 
     @report_errors
     def go():
-        model = load_urdf(urdf, base=base)
-        build_pinocchio_model(model)  # the dynamics must be buildable, or inspect says why
+        args = {}
+        for a in xacro_args:
+            name, sep, value = a.partition(":=")
+            if not sep or not name:
+                raise ModelError(f"--xacro-arg expects NAME:=VALUE, got {a!r}", file=urdf)
+            args[name] = value
+        # the reader also builds the dynamics, so what run would refuse is refused here
+        model = load_urdf(urdf, base=base, strict=strict, xacro_args=args or None)
         s = summarize(model)
         if as_json:
             click.echo(json.dumps(s, indent=2))
         elif quiet:
             for w in s["warnings"]:
-                stderr.print(f"[yellow]warning:[/] {w}")
+                stderr.print(f"[yellow]warning:[/] {escape(warning_line(w))}")
         else:
             render(s, stderr)
 

@@ -8,6 +8,7 @@ import sys
 
 import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 from rich.table import Table
 
 from raisimcli.errors import ControllerError
@@ -22,9 +23,11 @@ from raisimcli.errors import ControllerError
 @click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
               help="Override a scenario key, e.g. --set world.dt=0.002 --set robot.0.pd.kp=50 "
                    "(the value is read as TOML; repeatable).")
+@click.option("--strict", is_flag=True,
+              help="Refuse a URDF that gives warnings (see `raisimcli inspect`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
-def run_command(scenario, output, duration, overrides, as_json, quiet):
+def run_command(scenario, output, duration, overrides, strict, as_json, quiet):
     """Simulate SCENARIO (TOML) and write an HDF5 log.
 
     Exit codes: 0 complete; 1 diverged or a controller raised; 2 bad input; 130 interrupted
@@ -34,7 +37,8 @@ def run_command(scenario, output, duration, overrides, as_json, quiet):
 
     @report_errors
     def go():
-        scn = load_scenario(scenario, tuple(overrides), duration=duration, log_path=output)
+        scn = load_scenario(scenario, tuple(overrides), duration=duration, log_path=output,
+                            strict=strict)
         show = not quiet and not as_json
         progress = None
         if show:
@@ -92,7 +96,8 @@ def run_command(scenario, output, duration, overrides, as_json, quiet):
                 t.add_row(f"{name} energy", f"kinetic {ke + 0.0:.6g} J, potential {pe + 0.0:.6g} J")
             stderr.print(t)
             for wmsg in result.warnings:
-                stderr.print(f"[yellow]warning:[/] {wmsg}", markup=True, highlight=False)
+                stderr.print(f"[yellow]warning:[/] {escape(str(wmsg))}", markup=True,
+                             highlight=False)
         if result.status == "diverged":
             click.echo(f"error: {result.message}; the log is kept, with status diverged",
                        err=True)

@@ -9,12 +9,13 @@ from raisimcli.model.types import (
     Link,
     LoopConstraint,
     Mimic,
+    ModelWarning,
     Motor,
     RobotModel,
 )
 from raisimcli.model.urdf import load_urdf, load_urdf_string
 
 __all__ = [
-    "Actuator", "Geometry", "Inertial", "Joint", "Link", "LoopConstraint", "Mimic", "Motor",
+    "Actuator", "Geometry", "Inertial", "Joint", "Link", "LoopConstraint", "Mimic", "ModelWarning", "Motor",
     "PinocchioModel", "RobotModel", "build_pinocchio_model", "load_urdf", "load_urdf_string",
 ]

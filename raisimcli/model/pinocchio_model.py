@@ -15,9 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from raisimcli.errors import ModelError
-from raisimcli.linalg import matmul, norm
-from raisimcli.model.types import RobotModel
+from raisimcli.linalg import matmul, norm, symmetric_eigen
+from raisimcli.model.types import ModelWarning, RobotModel
 
 _AXES = {(1, 0, 0): "X", (0, 1, 0): "Y", (0, 0, 1): "Z"}
 
@@ -95,15 +94,13 @@ def build_pinocchio_model(robot: RobotModel) -> PinocchioModel:
     if not np.isclose(pin.computeTotalMass(model), robot.moving_mass, rtol=1e-12, atol=0):
         raise AssertionError(f"Pinocchio model mass {pin.computeTotalMass(model)} differs from "
                              f"the moving links' mass {robot.moving_mass}")
-    _check_mass_matrix(robot, model, q_to_pin)
     return PinocchioModel(model=model, q_to_pin=q_to_pin, q_from_pin=q_from_pin,
                           link_frame=link_frame)
 
 
-def _check_mass_matrix(robot: RobotModel, model: pin.Model, q_to_pin: np.ndarray) -> None:
-    """A joint that moves nothing with mass or inertia makes M singular: the dynamics break."""
-    if robot.nv == 0:
-        return
+def _nominal_mass_matrix(robot: RobotModel, model: pin.Model, q_to_pin: np.ndarray) -> np.ndarray:
+    """M (Pinocchio's velocity, our DoF order for a tree without floating or spherical joints) at
+    the nominal configuration."""
     q = robot.nominal_config if robot.nominal_config is not None else robot.neutral_configuration()
     q = np.array(q, dtype=float)
     for j in robot.moving_joints:  # nominal_config may carry unnormalised quaternions
@@ -112,16 +109,38 @@ def _check_mass_matrix(robot: RobotModel, model: pin.Model, q_to_pin: np.ndarray
             n = norm(q[s:s + 4])
             q[s:s + 4] = q[s:s + 4] / n if n > 0 else [1, 0, 0, 0]
     M = pin.crba(model, model.createData(), q[q_to_pin])
-    M = np.triu(M) + np.triu(M, 1).T
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def singular_pose_warnings(robot: RobotModel, pm: "PinocchioModel") -> list[ModelWarning]:
+    """Warnings when M is singular at the nominal configuration: a joint that moves no mass or
+    inertia at all (a massless end link, singular everywhere), or joints whose axes line up there
+    with nothing of mass between them (iCub's neck). Pinocchio and RaiSim load such models; a
+    step needs damping, PD gains, a spring or rotor inertia on those joints (M~ = M + diag(w) is
+    then regular)."""
+    if robot.nv == 0:
+        return []
+    M = _nominal_mass_matrix(robot, pm.model, pm.q_to_pin)
     scale = max(float(np.abs(np.diag(M)).max()), 1e-300)
+    out = []
     for j in robot.moving_joints:
-        d = np.diag(M)[j.u_slice]
-        if np.any(d <= 1e-12 * scale):
-            raise ModelError(f"joint {j.name!r} moves no mass or inertia along one of its "
-                             "degrees of freedom: the mass matrix is singular. Give the links "
-                             "beyond it an <inertial> (or rotor_inertia)", file=robot.path,
-                             line=j.line)
-    eig = np.linalg.eigvalsh(M)
-    if eig[0] <= 1e-14 * eig[-1]:
-        raise ModelError("the mass matrix is singular at the nominal configuration (some motion "
-                         "has no inertia); check the <inertial> elements", file=robot.path)
+        if np.any(np.diag(M)[j.u_slice] <= 1e-12 * scale):
+            out.append(ModelWarning(
+                "massless-joint", f"joint {j.name!r} moves no mass or inertia: the mass matrix "
+                "is singular; a step needs damping, PD gains, a spring or rotor_inertia on it "
+                "(or give the links beyond it an <inertial>, or make it fixed)", robot.path,
+                j.line, f'<joint name="{j.name}">'))
+    if out:
+        return out
+    w, V = symmetric_eigen(M)
+    if w[0] > 1e-14 * w[-1]:
+        return []
+    v = V[:, 0] if not robot.is_floating else V[:, 0]
+    involved = [j for j in robot.moving_joints
+                if np.abs(v[pm.model.joints[pm.model.getJointId(j.name)].idx_v:][:j.nv]).max() > 0.05]
+    line = involved[0].line if involved else None
+    names = ", ".join(repr(j.name) for j in involved) or "some joints"
+    return [ModelWarning("singular-mass-matrix", f"the mass matrix is singular at the nominal "
+                         f"configuration: {names} can move together without moving any mass; "
+                         "give them damping, PD gains or rotor_inertia, or start elsewhere",
+                         robot.path, line, None)]

@@ -1,5 +1,5 @@
 """A plain-data summary of a :class:`RobotModel`: what `raisimcli inspect` shows, as JSON or as
-tables. The schema is documented in docs/cli.md (`raisimcli-inspect`, version 1)."""
+tables. The schema is documented in docs/cli.md (`raisimcli-inspect`, version 2)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from raisimcli.model.types import RobotModel
 
 SCHEMA = "raisimcli-inspect"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _num(x):
@@ -78,5 +78,6 @@ def summarize(model: RobotModel) -> dict:
         "bodies": [list(b) for b in model.bodies],
         "links": links, "joints": joints, "actuators": actuators, "constraints": constraints,
         "nominal_config": _vec(model.nominal_config),
-        "warnings": list(model.warnings),
+        "warnings": [{"code": w.code, "file": w.file, "line": w.line, "element": w.element,
+                      "message": w.message} for w in model.warnings],
     }

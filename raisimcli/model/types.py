@@ -180,6 +180,25 @@ class LoopConstraint:
 
 
 @dataclass(frozen=True)
+class ModelWarning:
+    """Something the reader had to interpret, or that looks wrong but can be simulated.
+
+    `code` names the kind (see docs/urdf.md, "Warnings"); `file`, `line` and `element` say where;
+    `str()` gives the one-line form `file:line: <element>: message`."""
+
+    code: str
+    message: str
+    file: str
+    line: int | None = None
+    element: str | None = None
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        elem = f" {self.element}:" if self.element else ""
+        return f"{where}:{elem} {self.message}"
+
+
+@dataclass(frozen=True)
 class RobotModel:
     """A robot, as the simulator sees it. Build it with :func:`raisimcli.model.load_urdf`.
 
@@ -203,7 +222,7 @@ class RobotModel:
     actuators: tuple[Actuator, ...] = ()
     constraints: tuple[LoopConstraint, ...] = ()
     nominal_config: np.ndarray | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[ModelWarning, ...] = ()
 
     # --- lookups -------------------------------------------------------------------------------
     def joint(self, name: str) -> Joint:

@@ -16,7 +16,14 @@ import numpy as np
 from lxml import etree
 
 from raisimcli.errors import ModelError
-from raisimcli.linalg import congruence, cross, matmul, norm
+from raisimcli.linalg import (
+    congruence,
+    cross,
+    matmul,
+    nearest_positive_semidefinite,
+    norm,
+    symmetric_eigenvalues,
+)
 from raisimcli.model.types import (
     JOINT_NQ,
     JOINT_NV,
@@ -28,42 +35,90 @@ from raisimcli.model.types import (
     Link,
     LoopConstraint,
     Mimic,
+    ModelWarning,
     Motor,
     RobotModel,
 )
+from raisimcli.model.pinocchio_model import build_pinocchio_model, singular_pose_warnings
 from raisimcli.model.xml import AttributeReader, describe, parse_xml_bytes, parse_xml_file
 
 JOINT_TYPES = ("fixed", "revolute", "continuous", "prismatic", "floating", "spherical")
 ROOT_JOINT_NAME = "root"
+GEOMETRY_TAGS = ("box", "sphere", "cylinder", "capsule", "mesh")
+# an inertia tensor's smallest eigenvalue may be below zero by this fraction of the largest (CAD
+# exports round the entries of tiny links); it is then projected to the nearest PSD tensor
+INERTIA_MARGIN = 1e-6
 
 
-def load_urdf(path: str, base: str | None = None) -> RobotModel:
-    """Read and validate a URDF file. `base`: None (RaiSim's rule: a root link named `world`
-    makes a fixed base, anything else floating), "fixed" or "floating"."""
+def load_urdf(path: str, base: str | None = None, *, strict: bool = False,
+              xacro_args: dict[str, str] | None = None) -> RobotModel:
+    """Read and validate a URDF file (a `.xacro` file is expanded first, with `xacro_args`).
+
+    `base`: None (RaiSim's rule: a root link named `world` makes a fixed base, anything else
+    floating), "fixed" or "floating". `strict`: every warning (an interpretation of the file, see
+    docs/urdf.md) is an error instead."""
     path = os.fspath(path)
-    root = parse_xml_file(path, "URDF")
-    with open(path, "rb") as f:
-        text = f.read().decode("utf-8", errors="replace")
-    return _UrdfReader(path).read(root, text, base)
+    if path.endswith(".xacro"):
+        text = expand_xacro(path, xacro_args or {})
+        root = parse_xml_bytes(text.encode(), path, "URDF")
+    else:
+        if xacro_args:
+            raise ModelError("xacro arguments were given, but the file is not a .xacro file",
+                             file=path)
+        root = parse_xml_file(path, "URDF")
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+    return _UrdfReader(path).read(root, text, base, strict)
 
 
-def load_urdf_string(text: str, path: str = "<string>", base: str | None = None) -> RobotModel:
+def load_urdf_string(text: str, path: str = "<string>", base: str | None = None, *,
+                     strict: bool = False) -> RobotModel:
     """Like :func:`load_urdf` for URDF text; relative paths resolve against `path`'s folder."""
     root = parse_xml_bytes(text.encode(), path, "URDF")
-    return _UrdfReader(path).read(root, text, base)
+    return _UrdfReader(path).read(root, text, base, strict)
+
+
+def expand_xacro(path: str, args: dict[str, str]) -> str:
+    """The URDF text of a xacro file, with its arguments `args` (name -> value), expanded by the
+    `xacro` package (the optional extra `raisimcli[xacro]`)."""
+    try:
+        import xacro
+    except ImportError:
+        raise ModelError("reading a .xacro file needs the xacro package: "
+                         "pip install 'raisimcli[xacro]' (or pip install xacro)",
+                         file=path) from None
+    if not os.path.isfile(path):
+        raise ModelError("URDF file not found", file=path)
+    import contextlib
+    import io
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            doc = xacro.process_file(path, mappings=dict(args))
+    except SystemExit:  # xacro exits on some errors after printing them
+        raise ModelError(f"xacro could not expand the file: {captured.getvalue().strip()}",
+                         file=path) from None
+    except Exception as e:  # noqa: BLE001 (xacro raises many kinds, with readable messages)
+        detail = str(e) or type(e).__name__
+        raise ModelError(f"xacro could not expand the file: {detail}", file=path) from None
+    return doc.toprettyxml(indent="  ")
 
 
 class _UrdfReader(AttributeReader):
     def __init__(self, path: str):
         super().__init__(path)
         self.dir = os.path.dirname(os.path.abspath(path))
-        self.warnings: list[str] = []
+        self.warnings: list[ModelWarning] = []
 
-    def warn(self, el, message: str) -> None:
-        self.warnings.append(f"{os.path.basename(self.path)}:{el.sourceline}: {describe(el)}: {message}")
+    def warn(self, el, code: str, message: str) -> None:
+        """Record an interpretation or a doubtful value (`code`: see docs/urdf.md, Warnings)."""
+        self.warnings.append(ModelWarning(code, message, self.path,
+                                          None if el is None else el.sourceline,
+                                          None if el is None else describe(el)))
 
     # --- the document ---------------------------------------------------------------------------
-    def read(self, root: etree._Element, text: str, base: str | None) -> RobotModel:
+    def read(self, root: etree._Element, text: str, base: str | None,
+             strict: bool = False) -> RobotModel:
         if root.tag != "robot":
             raise self.error(root, "expected the root element <robot>")
         if base not in (None, "fixed", "floating"):
@@ -79,6 +134,7 @@ class _UrdfReader(AttributeReader):
             link_els[name] = el
         if not links:
             raise self.error(root, "a robot needs at least one <link>")
+        self.check_inertias(links, link_els)
 
         joints: list[Joint] = []
         joint_els: dict[str, etree._Element] = {}
@@ -97,13 +153,21 @@ class _UrdfReader(AttributeReader):
         actuators = self.actuators(root, {j.name: j for j in ordered})
         constraints, nominal = self.constraints(root, model_links, nq)
         name = root.get("name") or os.path.splitext(os.path.basename(self.path))[0]
-        return RobotModel(
+        model = RobotModel(
             name=name, path=os.path.abspath(self.path), urdf_text=text, base=base_type,
             root_link=root_link, links=tuple(model_links[n] for n in links if n in model_links),
             joints=tuple(ordered), bodies=bodies, nq=nq, nv=nv,
             coordinate_names=tuple(coord_names), dof_names=tuple(dof_names),
-            actuators=actuators, constraints=constraints, nominal_config=nominal,
-            warnings=tuple(self.warnings))
+            actuators=actuators, constraints=constraints, nominal_config=nominal)
+        # the dynamics must be buildable (a joint that moves no mass is an error)
+        self.warnings += singular_pose_warnings(model, build_pinocchio_model(model))
+        if strict and self.warnings:
+            first = self.warnings[0]
+            more = "".join(f"\n  {w}" for w in self.warnings[1:])
+            raise ModelError(f"{first.message} [{first.code}] (--strict: warnings are errors)"
+                             + (f"; {len(self.warnings) - 1} more:{more}" if more else ""),
+                             file=self.path, line=first.line, element=first.element)
+        return replace(model, warnings=tuple(self.warnings))
 
     # --- links ----------------------------------------------------------------------------------
     def link(self, el) -> Link:
@@ -113,7 +177,9 @@ class _UrdfReader(AttributeReader):
             inertial = self.inertial(iel)
         collisions = []
         for cel in el.findall("collision"):
-            collisions.append(self.geometry(cel))
+            g = self.geometry(cel)
+            if g is not None:
+                collisions.append(g)
         return Link(name=el.get("name"), inertial=inertial, collisions=tuple(collisions),
                     line=el.sourceline)
 
@@ -131,29 +197,63 @@ class _UrdfReader(AttributeReader):
         ixx, ixy, ixz, iyy, iyz, izz = (self.float(Iel, a, 0.0) for a in
                                          ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
         I_origin = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-        eig = np.linalg.eigvalsh(I_origin)
-        scale = max(1.0, float(np.abs(eig).max())) if eig.size else 1.0
-        tol = 1e-12 * scale
-        if eig[0] < -tol:
-            raise self.error(Iel, "inertia tensor is not positive semi-definite (eigenvalues "
-                                  f"{', '.join(f'{e:.6g}' for e in eig)})")
-        if eig[0] + eig[1] < eig[2] - 1e-9 * scale:
-            self.warn(Iel, "principal moments break the triangle inequality "
-                           f"({eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g}): no rigid body has this "
-                           "inertia; simulated as given")
-        R = T[:3, :3]
+        R = T[:3, :3]  # checked against the whole model's scale in check_inertias
         return Inertial(mass=mass, com=T[:3, 3].copy(), inertia=congruence(R, I_origin))
 
-    def geometry(self, cel) -> Geometry:
+    def check_inertias(self, links: dict[str, Link], link_els: dict) -> None:
+        """Every inertia tensor positive semi-definite, up to rounding: a negative eigenvalue
+        within INERTIA_MARGIN of the model's largest principal moment (CAD exports round the
+        entries of gram-sized links) is set to zero, the nearest PSD tensor, with a warning; a
+        larger one is an error. Principal moments that break the triangle inequality give a
+        warning (the tensor is still PSD, so the dynamics are well defined, and Pinocchio and
+        RaiSim take such files)."""
+        eigs = {name: symmetric_eigenvalues(link.inertial.inertia)
+                for name, link in links.items() if link.inertial is not None}
+        scale = max([float(np.abs(e).max()) for e in eigs.values()] + [0.0])
+        margin = INERTIA_MARGIN * scale
+        for name, eig in eigs.items():
+            Iel = link_els[name].find("inertial").find("inertia")
+            listed = ", ".join(f"{e:.6g}" for e in eig)
+            if eig[0] < -margin:
+                raise self.error(Iel, f"inertia tensor is not positive semi-definite (eigenvalues "
+                                      f"{listed}; a negative one is taken for rounding only down "
+                                      f"to -{INERTIA_MARGIN:g} times the model's largest "
+                                      f"principal moment, {scale:.6g})")
+            if eig[0] < 0:
+                ine = links[name].inertial
+                links[name] = replace(links[name], inertial=replace(
+                    ine, inertia=nearest_positive_semidefinite(ine.inertia)))
+                self.warn(Iel, "inertia-projected", f"inertia tensor is not positive "
+                          f"semi-definite by a rounding error (eigenvalues {listed}); its "
+                          "negative eigenvalue is set to zero (the nearest PSD tensor)")
+                eig = np.maximum(eig, 0.0)
+            if eig[0] + eig[1] < eig[2] - 1e-9 * scale:
+                self.warn(Iel, "inertia-triangle", "principal moments break the triangle "
+                          f"inequality ({eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g}): no rigid "
+                          "body has this inertia; simulated as given")
+
+    def geometry(self, cel) -> Geometry | None:
+        """The shape of a `<collision>`, or None when urdfdom would drop the element (no
+        geometry, an unknown shape, an unreadable mesh scale): then a warning says so, as
+        Pinocchio and RaiSim load such files with the shape left out."""
         T = self.origin(cel)
         gel = cel.find("geometry")
         if gel is None:
-            raise self.error(cel, "missing <geometry>")
+            self.warn(cel, "collision-dropped", "<collision> without <geometry>: left out")
+            return None
         shapes = [c for c in gel if isinstance(c.tag, str)]
-        if len(shapes) != 1:
-            raise self.error(gel, "expected exactly one of <box>, <sphere>, <cylinder>, <capsule>, "
-                                  f"<mesh>, got {len(shapes)}")
+        if not shapes:
+            self.warn(gel, "collision-dropped", "<geometry> without a shape: the <collision> is "
+                      "left out")
+            return None
         s = shapes[0]
+        if len(shapes) > 1:
+            self.warn(gel, "geometry-extra-shapes", f"<geometry> holds {len(shapes)} shapes; the "
+                      f"first, <{s.tag}>, is used (as urdfdom does)")
+        if s.tag not in GEOMETRY_TAGS:
+            self.warn(s, "collision-dropped", f"unknown geometry <{s.tag}> (expected one of "
+                      f"{', '.join(f'<{t}>' for t in GEOMETRY_TAGS)}): the <collision> is left out")
+            return None
         if s.tag == "box":
             size = self.vector(s, "size", 3, required=True)
             if np.any(size <= 0):
@@ -165,43 +265,69 @@ class _UrdfReader(AttributeReader):
             r = self.float(s, "radius", required=True, positive=True)
             length = self.float(s, "length", required=True, min=0.0)
             return Geometry(s.tag, T, (r, length))
-        if s.tag == "mesh":
-            filename = self.string(s, "filename")
-            scale = self.vector(s, "scale", (1, 3), default=(1, 1, 1))
-            if scale.size == 1:
-                scale = np.repeat(scale, 3)
-            return Geometry("mesh", T, (), mesh=self.resolve_mesh(s, filename),
-                            scale=tuple(float(x) for x in scale))
-        raise self.error(s, "unknown geometry; expected <box>, <sphere>, <cylinder>, <capsule> "
-                            "or <mesh>")
+        filename = self.string(s, "filename")
+        text = s.get("scale")
+        if text is not None and len(text.split()) not in (1, 3):
+            self.warn(s, "collision-dropped", f"mesh scale {text!r} is not 1 or 3 numbers: the "
+                      "<collision> is left out (as urdfdom does)")
+            return None
+        scale = self.vector(s, "scale", (1, 3), default=(1, 1, 1))
+        if scale.size == 1:
+            scale = np.repeat(scale, 3)
+        return Geometry("mesh", T, (), mesh=self.resolve_mesh(s, filename),
+                        scale=tuple(float(x) for x in scale))
 
     def resolve_mesh(self, el, filename: str) -> str:
-        """`package://pkg/rest`: a folder `pkg` that is the URDF's folder or one of its ancestors,
-        or sits in one of them, or in a ROS_PACKAGE_PATH entry; `file://` and relative paths: from
-        the URDF's folder."""
-        candidates = []
+        """The absolute path of a mesh (see docs/urdf.md, "Mesh paths").
+
+        `package://pkg/rest`: `rest` inside the package root of `pkg`, a folder that is the URDF's
+        folder or one of its ancestors (by its name or the `<name>` of its package.xml) or sits in
+        one of them, or `share/pkg` of an AMENT_PREFIX_PATH entry, or `pkg` in a
+        ROS_PACKAGE_PATH entry; the URDF's folder is followed both as given and through symbolic
+        links. `rest` may not leave the package. `file://` and relative paths: from the URDF's
+        folder."""
         if filename.startswith("package://"):
-            pkg, _, rest = filename[len("package://"):].partition("/")
-            d = self.dir
+            # "package:///pkg/..." (an empty host) is read as "package://pkg/...", as Pinocchio does
+            pkg, _, rest = filename[len("package://"):].lstrip("/").partition("/")
+            inside = os.path.normpath(rest)
+            if not pkg or os.path.isabs(rest) or inside == ".." or \
+                    inside.startswith(".." + os.sep):
+                raise self.error(el, f"mesh path {filename!r} leaves its package {pkg!r}")
+            candidates = [os.path.join(root, inside) for root in self.package_roots(pkg)]
+        else:
+            p = filename[len("file://"):] if filename.startswith("file://") else filename
+            candidates = [p if os.path.isabs(p) else os.path.join(self.dir, p)]
+        for c in candidates:
+            if os.path.isfile(c):
+                return os.path.abspath(c)
+        shown = ", ".join(candidates[:4]) + (", ..." if len(candidates) > 4 else "")
+        raise self.error(el, f"mesh file {filename!r} not found (looked in {shown})")
+
+    def package_roots(self, pkg: str) -> list[str]:
+        """Candidate root folders of the ROS package `pkg`, nearest first."""
+        roots: list[str] = []
+        starts = [self.dir]
+        real = os.path.dirname(os.path.realpath(self.path))
+        if real != self.dir:
+            starts.append(real)
+        for d in starts:
             while True:
-                if os.path.basename(d) == pkg:
-                    candidates.append(os.path.join(d, rest))
-                candidates.append(os.path.join(d, pkg, rest))
+                if os.path.basename(d) == pkg or _package_xml_name(d) == pkg:
+                    roots.append(d)
+                roots.append(os.path.join(d, pkg))
                 parent = os.path.dirname(d)
                 if parent == d:
                     break
                 d = parent
-            for entry in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
-                if entry:
-                    candidates.append(os.path.join(entry, pkg, rest))
-        else:
-            p = filename[len("file://"):] if filename.startswith("file://") else filename
-            candidates.append(p if os.path.isabs(p) else os.path.join(self.dir, p))
-        for c in candidates:
-            if os.path.isfile(c):
-                return os.path.abspath(c)
-        raise self.error(el, f"mesh file {filename!r} not found (looked in "
-                             f"{', '.join(candidates[:4])}{', ...' if len(candidates) > 4 else ''})")
+        for entry in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+            if entry:
+                roots.append(os.path.join(entry, "share", pkg))
+        for entry in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
+            if entry:
+                roots.append(os.path.join(entry, pkg))
+                if os.path.basename(os.path.normpath(entry)) == pkg:
+                    roots.append(entry)
+        return list(dict.fromkeys(roots))
 
     # --- joints ---------------------------------------------------------------------------------
     def joint(self, el, links: dict[str, Link]) -> Joint:
@@ -226,7 +352,9 @@ class _UrdfReader(AttributeReader):
             raise self.error(el, f"parent and child are the same link {ends['parent']!r}")
         axis = np.array([1.0, 0.0, 0.0])
         ael = el.find("axis")
-        if ael is not None:
+        # the axis of a fixed, floating or spherical joint means nothing (generated files write
+        # "0 0 0" there): it is not read
+        if ael is not None and jtype in ONE_DOF_TYPES:
             axis = self.vector(ael, "xyz", 3, default=(1, 0, 0))
             n = norm(axis)
             if n < 1e-12:
@@ -237,22 +365,32 @@ class _UrdfReader(AttributeReader):
         if lel is not None and jtype in ONE_DOF_TYPES:
             fields["effort"] = self.float(lel, "effort", np.inf, min=0.0)
             fields["velocity"] = self.float(lel, "velocity", np.inf, min=0.0)
+            # generated descriptions write 0 for "not given"
             if fields["velocity"] == 0.0:
-                raise self.error(lel, "velocity limit must be > 0 (a joint that cannot move "
-                                      "should be fixed), got '0'")
+                fields["velocity"] = np.inf
+                self.warn(lel, "zero-velocity-limit", "velocity limit 0 read as no velocity limit")
             if fields["effort"] == 0.0:
-                self.warn(lel, "effort limit 0: the PD and feedforward torque of this joint is "
-                               "clamped to zero")
+                fields["effort"] = np.inf
+                self.warn(lel, "zero-effort-limit", "effort limit 0 read as no actuation limit "
+                          "(the PD and feedforward torque are not clamped)")
             if jtype != "continuous":
                 lower = self.float(lel, "lower", 0.0)
                 upper = self.float(lel, "upper", 0.0)
-                if lower > upper:
-                    raise self.error(lel, f"lower limit {lower:g} is above upper limit {upper:g}")
                 if lel.get("lower") is None and lel.get("upper") is None:
+                    lower, upper = -np.inf, np.inf
+                elif lower == upper:
+                    self.warn(lel, "empty-position-range", f"lower and upper limits are both "
+                              f"{lower:g}: read as no position limit")
+                    lower, upper = -np.inf, np.inf
+                elif lower > upper:
+                    self.warn(lel, "inverted-position-range", f"lower limit {lower:g} is above "
+                              f"upper limit {upper:g}: read as no position limit (as PyBullet "
+                              "does)")
                     lower, upper = -np.inf, np.inf
                 fields["lower"], fields["upper"] = lower, upper
         elif lel is None and jtype in ("revolute", "prismatic"):
-            self.warn(el, f"{jtype} joint without <limit>: no position, velocity or effort limits")
+            self.warn(el, "no-limit-element", f"{jtype} joint without <limit>: no position, "
+                      "velocity or effort limits")
         del_ = el.find("dynamics")
         if del_ is not None:
             if jtype == "floating":
@@ -264,7 +402,8 @@ class _UrdfReader(AttributeReader):
                 fields["stiffness"] = self.float(del_, "stiffness", 0.0, min=0.0)
                 if jtype == "spherical":
                     if fields["friction"] > 0:
-                        self.warn(del_, "friction is ignored on spherical joints")
+                        self.warn(del_, "spherical-friction", "friction is ignored on spherical "
+                                  "joints")
                         fields["friction"] = 0.0
                     mount = self.vector(del_, "spring_mount", 4, default=(1, 0, 0, 0))
                     n = norm(mount)
@@ -275,7 +414,10 @@ class _UrdfReader(AttributeReader):
                 else:
                     fields["spring_mount"] = self.vector(del_, "spring_mount", 1, default=(0,))
         mel = el.find("mimic")
-        if mel is not None:
+        if mel is not None and jtype == "fixed":
+            self.warn(mel, "mimic-on-fixed-joint", "<mimic> on a fixed joint has nothing to "
+                      "follow with: ignored")
+        elif mel is not None:
             if jtype not in ONE_DOF_TYPES:
                 raise self.error(mel, f"<mimic> is only allowed on revolute, continuous or "
                                       f"prismatic joints, not on a {jtype} joint")
@@ -404,8 +546,9 @@ class _UrdfReader(AttributeReader):
         if root_link == "world":
             w = links["world"]
             if w.inertial is not None and w.inertial.mass > 0:
-                self.warnings.append("link 'world' has mass; it is the fixed world and its "
-                                     "inertia is ignored")
+                self.warnings.append(ModelWarning(
+                    "world-mass", "link 'world' has mass; it is the fixed world and its inertia "
+                    "is ignored", self.path, w.line, '<link name="world">'))
         return out, tuple(tuple(b) for b in bodies)
 
     def layout(self, ordered):
@@ -564,3 +707,17 @@ class _UrdfReader(AttributeReader):
 def _as_floating(j: Joint) -> Joint:
     """The joint below `world` made floating: its pose becomes the coordinates (origin dropped)."""
     return replace(j, type="floating", axis=np.array([1.0, 0.0, 0.0]), origin=np.eye(4))
+
+
+def _package_xml_name(folder: str) -> str | None:
+    """The `<name>` of `folder/package.xml`, if there is one."""
+    path = os.path.join(folder, "package.xml")
+    if not os.path.isfile(path):
+        return None
+    try:
+        root = parse_xml_file(path, "package.xml")
+    except ModelError:
+        return None
+    name = root.find("name")
+    return name.text.strip() if name is not None and name.text else None
+

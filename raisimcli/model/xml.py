@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import numpy as np
 from lxml import etree
@@ -43,7 +44,42 @@ def parse_xml_file(path: str, what: str = "URDF") -> etree._Element:
     return parse_xml_bytes(data, path, what)
 
 
+_DECLARATION = re.compile(rb"<\?xml\s[^>]*?\?>")
+_ENCODING = re.compile(rb"""encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+def strip_declarations(data: bytes, path: str) -> bytes:
+    """The document without its `<?xml ...?>` declarations, as UTF-8, with the same line numbers.
+
+    libxml2 refuses a declaration that is not the very first thing in the file (after a comment or
+    blank lines, as RaiSim's and PyBullet's examples have it), a second one, and versions other
+    than 1.x ("0.0"); urdfdom and Pinocchio read such files. A declaration says nothing we use but
+    the encoding, so the text is decoded with it here and each declaration is replaced by blanks
+    (its newlines kept)."""
+    encoding = "utf-8"
+    first = _DECLARATION.search(data)
+    if first is not None:
+        m = _ENCODING.search(first.group(0))
+        if m is not None:
+            encoding = m.group(1).decode("ascii")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+        encoding = "utf-8"
+    data = _DECLARATION.sub(lambda m: b"\n" * m.group(0).count(b"\n"), data)
+    try:
+        text = data.decode(encoding)
+    except LookupError:
+        raise ModelError(f"unknown encoding {encoding!r} in the XML declaration", file=path,
+                         line=1) from None
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ModelError(f"the file is not valid {encoding} (byte {e.start})", file=path,
+                         line=line) from None
+    return text.encode("utf-8")
+
+
 def parse_xml_bytes(data: bytes, path: str, what: str = "URDF") -> etree._Element:
+    data = strip_declarations(data, path)
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
                              huge_tree=False, remove_comments=True, remove_pis=True)
     try:

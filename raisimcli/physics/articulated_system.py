@@ -573,7 +573,7 @@ class ArticulatedSystem:
         tau_exp = explicit_torque(tau_cmd, self.b_joint, self.transmission.output_damping, u,
                                   tau_act, self.k_s, spring_err, tau_ext)
         w = self._implicit_diagonal(dt)
-        factor = Factorized(M + np.diag(w))
+        factor = Factorized(M + np.diag(w), self.model.dof_names)
         u_star = free_velocity(factor, u, dt, tau_exp, h)
         return dict(M=M, h=h, q_err=q_err, tau_cmd=tau_cmd, tau_act=tau_act,
                     act_state=act_state, spring_err=spring_err, tau_ext=tau_ext, b=b,

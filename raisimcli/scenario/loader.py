@@ -160,7 +160,9 @@ def apply_override(data: dict, assignment: str, path: str) -> None:
 
 
 def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | None = None,
-                  log_path: str | None = None) -> ResolvedScenario:
+                  log_path: str | None = None, strict: bool = False) -> ResolvedScenario:
+    """Read, validate and resolve a scenario file. `strict`: the robots' URDF warnings are
+    errors (see docs/urdf.md, Warnings)."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -187,7 +189,7 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
     base = os.path.dirname(os.path.abspath(path))
     robots = []
     for i, r in enumerate(spec.robot):
-        robots.append(_resolve_robot(path, base, i, r, spec))
+        robots.append(_resolve_robot(path, base, i, r, spec, strict))
     names = [r.name for r in robots]
     for i, n in enumerate(names):
         if names.count(n) > 1:
@@ -225,12 +227,15 @@ def _per_joint(value, names: tuple[str, ...], where: str, what: str) -> np.ndarr
     return out
 
 
-def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario) -> ResolvedRobot:
+def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool) -> ResolvedRobot:
     where = f"{path}: robot[{i}]"
     urdf = r.urdf if os.path.isabs(r.urdf) else os.path.join(base, r.urdf)
     if not os.path.isfile(urdf):
         raise ScenarioError(f"{where}.urdf: URDF file {r.urdf!r} not found (looked at {urdf})")
-    model = load_urdf(urdf, base=r.base)  # a ModelError names the URDF file and element
+    if r.xacro_args and not urdf.endswith(".xacro"):
+        raise ScenarioError(f"{where}.xacro_args: {r.urdf!r} is not a .xacro file")
+    # a ModelError names the URDF file and element
+    model = load_urdf(urdf, base=r.base, strict=strict, xacro_args=r.xacro_args or None)
     one_dof = [j for j in model.moving_joints if j.nv == 1]
     one_names = tuple(j.name for j in one_dof)
     q0 = model.nominal_config.copy() if model.nominal_config is not None else \

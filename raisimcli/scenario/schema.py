@@ -195,6 +195,7 @@ class SpringSpec(Strict):
 class Robot(Strict):
     name: str | None = None
     urdf: str
+    xacro_args: dict[str, str] = {}  # arguments of a .xacro urdf (name -> value)
     base: Literal["fixed", "floating"] | None = None
     integration_scheme: SCHEMES | None = None
     control_mode: Literal["FORCE_AND_TORQUE", "PD_PLUS_FEEDFORWARD_TORQUE"] | None = None

@@ -16,13 +16,15 @@ class Factorized:
     """One Cholesky factorisation of M~ (nv, nv), reused for every solve of the step (our
     fixed-order loops, not LAPACK: see raisimcli.linalg)."""
 
-    def __init__(self, M_tilde: np.ndarray):
+    def __init__(self, M_tilde: np.ndarray, dof_names=None):
         self.matrix = M_tilde
         self._c = Cholesky(M_tilde)
         if self._c.info != 0:
-            raise RaisimcliError(f"the mass matrix is not positive definite (pivot "
-                                 f"{self._c.info - 1} of the Cholesky factorisation); the state "
-                                 "is probably not finite")
+            k = self._c.info - 1
+            dof = f"DoF {dof_names[k]!r}" if dof_names is not None else f"DoF {k}"
+            raise RaisimcliError(f"the mass matrix with the implicit terms is not positive "
+                                 f"definite at {dof}: it moves no mass (give it damping, PD "
+                                 "gains, a spring or rotor_inertia) or the state is not finite")
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """M~^-1 rhs, for a (nv,) vector or an (nv, k) matrix."""

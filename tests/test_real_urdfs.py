@@ -1,0 +1,188 @@
+"""Real robots' description files: every URDF of example-robot-data and of PyBullet's examples
+loads, or is refused cleanly for a reason listed here; for every one that loads, our mass matrix
+at a random configuration agrees with the model Pinocchio's own URDF reader makes of the file
+(which also checks that our interpretations of odd files changed no dynamics).
+
+example-robot-data installs its files under the environment's `cmeel.prefix/share` (there is no
+importable module); pybullet_data ships with the pybullet wheel.
+"""
+
+import glob
+import os
+import sys
+import zlib
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from click.testing import CliRunner
+
+from raisimcli.cli.main import cli
+from raisimcli.errors import ModelError
+from raisimcli.model import load_urdf
+from raisimcli.physics import ArticulatedSystem
+
+ERD = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
+                   "site-packages", "cmeel.prefix", "share", "example-robot-data", "robots")
+
+
+def _pybullet_data() -> str | None:
+    try:
+        import pybullet_data
+    except ImportError:
+        return None
+    return pybullet_data.getDataPath()
+
+
+PYBULLET = _pybullet_data()
+
+# path (relative to its collection) -> the words the refusal must contain. Each is broken for
+# Pinocchio too, or broken in a way that would corrupt the simulation.
+REFUSED = {
+    # a <mimic> of a joint that the file does not have
+    "alex_description/urdf/alex_psyonic_hands.urdf": "mimic joint 'index_q1' is not a joint",
+    # an inertia tensor with eigenvalue -0.021 beside 0.099: no rounding error
+    "romeo_description/urdf/romeo_laas_small.urdf": "not positive semi-definite",
+    # a robot element holding only a comment (Pinocchio: "No name given", no links)
+    "ur_description/urdf/ur3.urdf": "needs at least one <link>",
+    # "0.07," is no number (urdfdom refuses it too)
+    "bicycle/bike.urdf": "must be a number, got '0.07,'",
+    "biped/biped2d_pybullet.urdf": "must be a number, got '-1.57.'",
+    # text after the </robot> end tag
+    "humanoid/humanoid.urdf": "malformed XML",
+    # an unexpanded xacro expression
+    "husky/husky.urdf": "must hold 3 numbers",
+    # collision meshes that are not shipped
+    "kuka_iiwa/model_for_sdf.urdf": "mesh file 'meshes/coarse/link_0.stl' not found",
+    # rpy with four numbers
+    "quadruped/microtaur/microtaur.urdf": "must hold 3 numbers, got 4",
+    # a deformable body description with no <link>
+    "torus_deform.urdf": "needs at least one <link>",
+}
+
+
+def _collect():
+    out = []
+    for root, label in ((ERD, "erd"), (PYBULLET, "pybullet")):
+        if root is None or not os.path.isdir(root):
+            continue
+        for f in sorted(glob.glob(os.path.join(root, "**", "*.urdf"), recursive=True)):
+            out.append(pytest.param(f, os.path.relpath(f, root), id=f"{label}:{os.path.relpath(f, root)}"))
+    return out
+
+
+FILES = _collect()
+
+
+def test_the_collections_are_installed():
+    assert os.path.isdir(ERD), f"example-robot-data not found at {ERD} (pip install '.[test]')"
+    assert PYBULLET is not None, "pybullet not installed (pip install '.[test]')"
+    assert len(FILES) > 1000
+
+
+def _pin_configuration(model: pin.Model, rng) -> np.ndarray:
+    """A random configuration of Pinocchio's model with every free-flyer at the identity
+    orientation (our floating-base velocity is in the world frame, Pinocchio's in the base frame;
+    at the identity they coincide, so the two mass matrices compare entry by entry)."""
+    q = pin.neutral(model)
+    for j in model.joints[1:]:
+        qs, nq = j.idx_q, j.nq
+        name = j.shortname()
+        if "FreeFlyer" in name:
+            q[qs:qs + 3] = rng.uniform(-1, 1, 3)
+        elif "Spherical" in name:
+            v = rng.standard_normal(4)
+            q[qs:qs + 4] = v / np.linalg.norm(v)
+        elif nq == 2:  # unbounded revolute: (cos, sin)
+            a = rng.uniform(-np.pi, np.pi)
+            q[qs:qs + 2] = np.cos(a), np.sin(a)
+        else:
+            q[qs:qs + nq] = rng.uniform(-1.5, 1.5, nq)
+    return q
+
+
+def _our_configuration(pm: pin.Model, q_pin: np.ndarray, model) -> np.ndarray:
+    """The same configuration in our coordinates."""
+    q = model.neutral_configuration()
+    for jid in range(1, pm.njoints):
+        j = model.joint(pm.names[jid])
+        jm = pm.joints[jid]
+        qp = q_pin[jm.idx_q:jm.idx_q + jm.nq]
+        s = j.q_slice.start
+        if j.type == "floating":
+            q[s:s + 3] = qp[:3]
+            q[s + 3:s + 7] = qp[6], qp[3], qp[4], qp[5]
+        elif j.type == "spherical":
+            q[s:s + 4] = qp[3], qp[0], qp[1], qp[2]
+        elif jm.nq == 2:
+            q[s] = np.arctan2(qp[1], qp[0])
+        else:
+            q[s] = qp[0]
+    return q
+
+
+@pytest.mark.parametrize("path,rel", FILES)
+def test_real_urdf_loads_and_matches_pinocchio(path, rel):
+    if rel in REFUSED:
+        with pytest.raises(ModelError) as err:
+            load_urdf(path)
+        assert REFUSED[rel] in str(err.value)
+        assert f"{path}:" in str(err.value), "the message names the file and the line"
+        return
+    model = load_urdf(path)
+    for w in model.warnings:
+        assert w.code and w.message and w.file == path
+    try:
+        pm = pin.buildModelFromUrdf(path)
+    except Exception:  # noqa: BLE001 - Pinocchio refuses it (spherical joints, ...): ours only
+        return
+    # Pinocchio without a root joint fixes the base, unless the file has a floating joint
+    if not any("FreeFlyer" in j.shortname() for j in pm.joints[1:]):
+        model = load_urdf(path, base="fixed")
+    if pm.nv != model.nv or pm.nv == 0:
+        assert pm.nv == model.nv, f"{rel}: Pinocchio nv {pm.nv}, ours {model.nv}"
+        return
+    rng = np.random.default_rng(zlib.crc32(rel.encode()))
+    q_pin = _pin_configuration(pm, rng)
+    M_pin = pin.crba(pm, pm.createData(), q_pin)
+    M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+    system = ArticulatedSystem(model)
+    system.set_generalized_coordinate(_our_configuration(pm, q_pin, model))
+    M = system.get_mass_matrix()
+    # Pinocchio orders the joints its own way: map its DoFs onto ours by joint name
+    order = np.empty(pm.nv, dtype=int)
+    for jid in range(1, pm.njoints):
+        jm = pm.joints[jid]
+        order[jm.idx_v:jm.idx_v + jm.nv] = np.arange(*model.joint(pm.names[jid]).u_slice.indices(model.nv))
+    M_ours = M[np.ix_(order, order)]
+    # a tensor projected to PSD changes M by at most 3 |lambda_min| per entry (J^T dI J with
+    # rotational Jacobian entries of at most 1)
+    projected = sum(-min(0.0, np.linalg.eigvalsh(_file_inertia(path, w.line)).min())
+                    for w in model.warnings if w.code == "inertia-projected")
+    bound = 1e-12 * np.abs(M_pin).max() + 3 * projected
+    err = np.abs(M_ours - M_pin).max()
+    assert err <= bound, f"{rel}: |M - M_pinocchio| = {err:.3e} > {bound:.3e}"
+
+
+def _file_inertia(path: str, line: int) -> np.ndarray:
+    """The inertia tensor written at `line` of the file, read with lxml alone."""
+    from lxml import etree
+    el = next(e for e in etree.parse(path).iter("inertia") if e.sourceline == line)
+    v = {k: float(el.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+    return np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
+                     [v["ixz"], v["iyz"], v["izz"]]])
+
+
+def test_inspect_lists_the_warnings_with_their_lines_and_strict_refuses():
+    path = os.path.join(ERD, "tiago_description", "robots", "tiago.urdf")
+    r = CliRunner().invoke(cli, ["inspect", path, "-q"])
+    assert r.exit_code == 0, r.output
+    assert f"{path}:179:" in r.output and "inertia tensor is not positive semi-definite" in r.output
+    r = CliRunner().invoke(cli, ["inspect", path, "--json"])
+    import json
+    warnings = json.loads(r.output)["warnings"]
+    assert {"code": "inertia-projected", "line": 179} .items() <= warnings[0].items()
+    r = CliRunner().invoke(cli, ["inspect", path, "--strict"])
+    assert r.exit_code == 2
+    assert f"{path}:179: <inertia>:" in r.output and "--strict" in r.output
+    assert "Traceback" not in r.output
