@@ -122,6 +122,55 @@ class Conventions:
             q_next[qs:qs + 4] = quat / norm(quat)
         return q_next
 
+    # --- the body-frame form used by RUNGE_KUTTA_4 ------------------------------------------
+    def _rotation_blocks(self):
+        """(u start of the angular velocity, q start of the quaternion) of every floating and
+        spherical joint."""
+        return [(us + 3, qs + 3) for us, qs in self.floating] + list(self.spherical)
+
+    def local_velocity(self, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """u with the angular velocity of each quaternion's body expressed in that body's own
+        frame, R(q)^T omega (nv,); everything else as it is. Of the same vector of rates
+        (an acceleration) it gives R^T omega-dot: d/dt (R^T omega) = R^T omega-dot, since
+        R-dot^T omega = -R^T (omega x omega) = 0."""
+        out = np.array(u, dtype=float)
+        for us, qs in self._rotation_blocks():
+            out[us:us + 3] = matmul(quat_to_matrix(q[qs:qs + 4]).T, u[us:us + 3])
+        return out
+
+    def world_velocity(self, q: np.ndarray, u_local: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`local_velocity`."""
+        out = np.array(u_local, dtype=float)
+        for us, qs in self._rotation_blocks():
+            out[us:us + 3] = matmul(quat_to_matrix(q[qs:qs + 4]), u_local[us:us + 3])
+        return out
+
+    def local_rate(self, theta: np.ndarray, u_local: np.ndarray) -> np.ndarray:
+        """d theta/dt of a configuration written q = q_0 exp(theta) (each quaternion turned on
+        the right, in its body's frame; flat coordinates added), (nv,).
+
+        With the body-frame angular velocity omega, d theta/dt = dexp^-1_-theta(omega) =
+        omega + 1/2 theta x omega + 1/12 theta x (theta x omega) + O(|theta|^4 |omega|) (the
+        Bernoulli series; the cubic term's coefficient is zero). Other entries are u itself."""
+        k = np.array(u_local, dtype=float)
+        for us, _ in self._rotation_blocks():
+            th, w = theta[us:us + 3], u_local[us:us + 3]
+            tw = cross(th, w)
+            k[us:us + 3] = w + 0.5 * tw + cross(th, tw) / 12.0
+        return k
+
+    def integrate_local(self, q: np.ndarray, rate: np.ndarray, h: float) -> np.ndarray:
+        """q_0 exp(h rate): flat coordinates q + h rate, each quaternion multiplied on the right
+        by the quaternion of the body-frame rotation vector h rate."""
+        q_next = q.copy()
+        q_next[self.one_dof_q] += h * rate[self.one_dof_u]
+        for us, qs in self.floating:
+            q_next[qs:qs + 3] += h * rate[us:us + 3]
+        for us, qs in self._rotation_blocks():
+            quat = quat_multiply(q[qs:qs + 4], quat_exp(h * rate[us:us + 3]))
+            q_next[qs:qs + 4] = quat / norm(quat)
+        return q_next
+
     def difference(self, q0: np.ndarray, q1: np.ndarray, floating: bool = True) -> np.ndarray:
         """The velocity-space difference q1 - q0, (nv,): 1-DoF coordinates subtract; a quaternion
         gives the rotation vector of q0^-1 q1 expressed like u (shorter rotation). Used for the PD
