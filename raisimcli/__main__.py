@@ -1,4 +1,4 @@
-from raisimcli.cli.main import main
+from raisimcli.cli.entry import main
 
 if __name__ == "__main__":
     main()

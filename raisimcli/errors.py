@@ -37,6 +37,26 @@ class LogError(RaisimcliError):
     """A log that cannot be read or written."""
 
 
+class LogWriteError(LogError):
+    """Writing the log failed during a run (a full disk, a file-size limit): the run stops, its
+    temporary file is removed and any earlier log at the path is kept. Exit code 1: the input was
+    fine, the run failed."""
+
+    exit_code = 1
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by a signal (SIGINT, SIGTERM, SIGHUP); `signal_name` says which."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+class UsageError(RaisimcliError):
+    """A command-line argument that cannot be used (exit code 2), found before any work."""
+
+
 class StateError(RaisimcliError):
     """A call on the Python API with arguments of the wrong size or meaning."""
 

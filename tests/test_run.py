@@ -110,7 +110,7 @@ def _spawn(args, cwd):
 def _wait_for_rows(tmp_glob_dir, timeout=60):
     t0 = time.time()
     while time.time() - t0 < timeout:
-        if any(p.name.startswith("long.h5.tmp") for p in tmp_glob_dir.iterdir()):
+        if any(p.name.startswith("long.h5.partial-") for p in tmp_glob_dir.iterdir()):
             return True
         time.sleep(0.1)
     return False
@@ -134,7 +134,7 @@ def test_sigint_leaves_readable_interrupted_log(tmp_path, sig):
         # every step up to the stop: no gap in the time axis
         assert_close(f["time"][()], 0.001 * np.arange(1, n + 1), rtol=1e-12, atol=0)
         assert f["robots/dog/q"].shape == (n, 19)
-    assert not [x for x in tmp_path.iterdir() if ".tmp-" in x.name]
+    assert not [x for x in tmp_path.iterdir() if ".partial-" in x.name]
 
 
 def test_sigkill_leaves_no_corrupt_file_under_the_final_name(tmp_path):

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import click
 from rich.table import Table
 
+from raisimcli.cli.output import check_writable, emit
 from raisimcli.log.compare import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -80,8 +81,8 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
 
     @report_errors
     def go():
-        if rtol < 0 or atol < 0:
-            raise click.UsageError("--rtol and --atol must be >= 0")
+        if junit_xml:  # every argument is checked before the comparison
+            check_writable(junit_xml, "--junit-xml")
         rules = load_tolerances(tolerances) if tolerances else []
         c = compare_logs(golden, new, rtol=rtol, atol=atol, tolerances=rules,
                          include=tuple(include), exclude=tuple(exclude))
@@ -91,7 +92,7 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
                    f"{len(c.failures)} failing, {len(c.attributes)} attributes differ "
                    f"({len(c.ignored)} ignored: {', '.join(c.ignored) or 'none'})")
         if as_json:
-            click.echo(json.dumps(_as_dict(c), indent=2))
+            emit(json.dumps(_as_dict(c), indent=2))
         elif not quiet:
             shown = sorted(c.results, key=lambda r: r.ok)[:max_report]
             t = Table(title=f"{golden} vs {new}", title_justify="left")

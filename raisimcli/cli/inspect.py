@@ -10,6 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
+from raisimcli.cli.output import emit
+
 
 
 def warning_line(w: dict) -> str:
@@ -34,8 +36,11 @@ def _limits(j: dict) -> str:
 
 
 def render(s: dict, console: Console) -> None:
-    console.print(f"[bold]{s['name']}[/]  {s['file']}")
-    console.print(f"base: [bold]{s['base']}[/]   root link: {s['root_link']}   nq = {s['nq']}   "
+    """The summary as a tree and tables. Every string from the file goes through `escape`: a
+    name like `a[/]b` is text, not rich markup."""
+    e = escape
+    console.print(f"[bold]{e(s['name'])}[/]  {e(s['file'])}")
+    console.print(f"base: [bold]{s['base']}[/]   root link: {e(s['root_link'])}   nq = {s['nq']}   "
                   f"nv = {s['nv']}   total mass: {s['total_mass']:.6g} kg "
                   f"(moving {s['moving_mass']:.6g} kg)")
 
@@ -46,7 +51,7 @@ def render(s: dict, console: Console) -> None:
     links = {link["name"]: link for link in s["links"]}
 
     def label(j):
-        return (f"[cyan]{j['name']}[/] {j['type']} -> [bold]{j['child']}[/] "
+        return (f"[cyan]{e(j['name'])}[/] {j['type']} -> [bold]{e(j['child'])}[/] "
                 f"({_fmt(links[j['child']]['mass'])} kg)")
 
     def grow(node, link):
@@ -57,7 +62,8 @@ def render(s: dict, console: Console) -> None:
         root = Tree("[dim]world[/]")
         top = root.add(label(children[None][0]))
     else:
-        root = top = Tree(f"[bold]{s['root_link']}[/] ({_fmt(links[s['root_link']]['mass'])} kg)")
+        root = top = Tree(f"[bold]{e(s['root_link'])}[/] "
+                          f"({_fmt(links[s['root_link']]['mass'])} kg)")
     grow(top, s["root_link"])
     console.print(root)
 
@@ -69,9 +75,9 @@ def render(s: dict, console: Console) -> None:
         spring = "-" if not j["stiffness"] else \
             f"{_fmt(j['stiffness'])} @ {' '.join(_fmt(x) for x in j['spring_mount'])}"
         mimic = "-" if j["mimic"] is None else \
-            f"{j['mimic']['multiplier']:g} {j['mimic']['joint']} + {j['mimic']['offset']:g}"
+            f"{j['mimic']['multiplier']:g} {e(j['mimic']['joint'])} + {j['mimic']['offset']:g}"
         axis = "-" if j["axis"] is None else " ".join(f"{a:.3g}" for a in j["axis"])
-        t.add_row(j["name"], j["type"], f"{j['q'][0]}:{j['q'][1]}", f"{j['u'][0]}:{j['u'][1]}",
+        t.add_row(e(j["name"]), j["type"], f"{j['q'][0]}:{j['q'][1]}", f"{j['u'][0]}:{j['u'][1]}",
                   axis, _limits(j), _fmt(j["effort"]), _fmt(j["velocity"]),
                   _fmt(j["damping"]), _fmt(j["friction"]), _fmt(j["rotor_inertia"]), spring, mimic)
     console.print(t)
@@ -83,11 +89,12 @@ def render(s: dict, console: Console) -> None:
             t.add_column(col, overflow="fold")
         for a in s["actuators"]:
             m = a["motor"]
-            t.add_row(a["name"], a["joint"], _fmt(a["gear_ratio"]),
+            t.add_row(e(a["name"]), e(a["joint"]), _fmt(a["gear_ratio"]),
                       f"{m['stall_torque']:.4g} / {a['joint_stall_torque']:.4g} N m",
                       _fmt(m["peak_torque"], " N m"), f"{a['joint_no_load_speed']:.4g} rad/s",
                       f"{m['back_emf_damping']:.4g} N m s",
-                      ", ".join(f"{c['joint']} x{c['ratio']:g}" for c in a["couplings"]) or "-")
+                      ", ".join(f"{e(c['joint'])} x{c['ratio']:g}" for c in a["couplings"])
+                      or "-")
         console.print(t)
 
     if s["constraints"]:
@@ -95,15 +102,20 @@ def render(s: dict, console: Console) -> None:
         for col in ("kind", "body1", "body2", "anchor (body1)", "axes (body1)"):
             t.add_column(col)
         for c in s["constraints"]:
-            t.add_row(c["kind"], c["body1"], c["body2"], " ".join(f"{x:.4g}" for x in c["anchor"]),
+            t.add_row(c["kind"], e(c["body1"]), e(c["body2"]),
+                      " ".join(f"{x:.4g}" for x in c["anchor"]),
                       "; ".join(" ".join(f"{x:.3g}" for x in a) for a in c["axes"]))
         console.print(t)
         if s["nominal_config"] is not None:
             console.print("nominal config: " + " ".join(f"{x:.6g}" for x in s["nominal_config"]))
 
-    console.print("coordinates q: " + ", ".join(s["coordinates"]))
+    console.print("coordinates q: " + ", ".join(e(c) for c in s["coordinates"]))
+    outside = [c["mesh"] for link in s["links"] for c in link["collisions"]
+               if c.get("outside_model_folder")]
+    for mesh in dict.fromkeys(outside):
+        console.print(f"[yellow]mesh outside the model's folder:[/] {e(mesh)}")
     for w in s["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(warning_line(w))}")
+        console.print(f"[yellow]warning:[/] {e(warning_line(w))}")
     if not s["warnings"]:
         console.print("[green]no problems found[/]")
 
@@ -117,17 +129,20 @@ def render(s: dict, console: Console) -> None:
               help="Treat the warnings (interpretations of the file, see docs/urdf.md) as errors.")
 @click.option("--xacro-arg", "xacro_args", multiple=True, metavar="NAME:=VALUE",
               help="An argument of a .xacro file (repeatable).")
+@click.option("--max-joints", type=click.IntRange(min=1), default=None,
+              help="Refuse models with more moving joints (default 200).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the model summary as JSON on stdout (schema raisimcli-inspect v2).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only warnings and errors.")
 def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple[str, ...],
-                    as_json: bool, quiet: bool) -> None:
+                    max_joints: int | None, as_json: bool, quiet: bool) -> None:
     """Show what the simulator makes of a URDF: tree, joints, limits, dynamics, actuators, loop
     constraints, coordinate layout, masses and the problems found."""
     from raisimcli.cli.main import report_errors, stderr
     from raisimcli.errors import ModelError
     from raisimcli.model import load_urdf  # heavy: load on use
     from raisimcli.model.summary import summarize
+    from raisimcli.physics.collision import check_geometry
 
     @report_errors
     def go():
@@ -137,11 +152,14 @@ def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple
             if not sep or not name:
                 raise ModelError(f"--xacro-arg expects NAME:=VALUE, got {a!r}", file=urdf)
             args[name] = value
-        # the reader also builds the dynamics, so what run would refuse is refused here
-        model = load_urdf(urdf, base=base, strict=strict, xacro_args=args or None)
+        # the reader also builds the dynamics, and the collision shapes are built as a run with
+        # contacts builds them: what run would refuse is refused here
+        model = load_urdf(urdf, base=base, strict=strict, xacro_args=args or None,
+                          **({"max_joints": max_joints} if max_joints else {}))
+        check_geometry(model)
         s = summarize(model)
         if as_json:
-            click.echo(json.dumps(s, indent=2))
+            emit(json.dumps(s, indent=2))
         elif quiet:
             for w in s["warnings"]:
                 stderr.print(f"[yellow]warning:[/] {escape(warning_line(w))}")

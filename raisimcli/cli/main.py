@@ -48,4 +48,6 @@ cli.add_command(_compare.compare_command)
 
 
 def main() -> None:
-    cli(prog_name="raisimcli")
+    """The console entry point (raisimcli.cli.entry installs the signal handlers first)."""
+    from raisimcli.cli.entry import main as entry_main
+    entry_main()

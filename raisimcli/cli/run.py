@@ -7,10 +7,11 @@ import os
 import sys
 
 import click
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from raisimcli.cli.output import emit
 from raisimcli.errors import ControllerError
 
 
@@ -25,20 +26,24 @@ from raisimcli.errors import ControllerError
                    "(the value is read as TOML; repeatable).")
 @click.option("--strict", is_flag=True,
               help="Refuse a URDF that gives warnings (see `raisimcli inspect`).")
+@click.option("--max-joints", type=click.IntRange(min=1), default=None,
+              help="Refuse models with more moving joints (default 200).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
-def run_command(scenario, output, duration, overrides, strict, as_json, quiet):
+def run_command(scenario, output, duration, overrides, strict, max_joints, as_json, quiet):
     """Simulate SCENARIO (TOML) and write an HDF5 log.
 
-    Exit codes: 0 complete; 1 diverged or a controller raised; 2 bad input; 130 interrupted
-    (the log is kept, with status `interrupted`)."""
+    Exit codes: 0 complete; 1 diverged, a controller raised or the log could not be written;
+    2 bad input; 130 interrupted by SIGINT, SIGTERM or SIGHUP (the log is kept, with status
+    `interrupted`). A run that does not complete never replaces a complete log: its log goes
+    beside it (NAME.interrupted.h5, NAME.diverged.h5, NAME.error.h5)."""
     from raisimcli.cli.main import report_errors, stderr
     from raisimcli.scenario import load_scenario, run  # heavy (Pinocchio, numba): load on use
 
     @report_errors
     def go():
         scn = load_scenario(scenario, tuple(overrides), duration=duration, log_path=output,
-                            strict=strict)
+                            strict=strict, **({"max_joints": max_joints} if max_joints else {}))
         show = not quiet and not as_json
         progress = None
         if show:
@@ -57,19 +62,26 @@ def run_command(scenario, output, duration, overrides, strict, as_json, quiet):
         try:
             result = run(scn, progress=tick if show else None,
                          progress_every=max(1, min(500, scn.steps // 100 or 1)))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             if progress:
                 progress.stop()
-            click.echo(f"interrupted: the log {scn.log_path} holds every step up to the stop "
-                       "(status interrupted)", err=True)
+            name = getattr(e, "signal_name", "SIGINT")
+            click.echo(f"interrupted by {name}: the log {getattr(e, 'log_path', scn.log_path)} "
+                       f"holds every step up to the stop (status interrupted){_kept(e)}",
+                       err=True)
             sys.exit(130)
         except ControllerError as e:
             if progress:
                 progress.stop()
             click.echo(e.user_traceback(), err=True, nl=False)
             click.echo(f"error: {e}", err=True)
-            click.echo(f"the log {scn.log_path} is kept, with status error", err=True)
+            click.echo(f"the log {getattr(e, 'log_path', scn.log_path)} is kept, with status "
+                       f"error{_kept(e)}", err=True)
             sys.exit(1)
+        except BaseException:
+            if progress:
+                progress.stop()
+            raise
         if progress:
             progress.update(task, completed=result.steps, sim=result.sim_time,
                             rtf=result.sim_time / max(result.wall_time, 1e-9))
@@ -81,26 +93,34 @@ def run_command(scenario, output, duration, overrides, strict, as_json, quiet):
             "real_time_factor": result.sim_time / max(result.wall_time, 1e-9),
             "final_energy": {k: {"kinetic": v[0], "potential": v[1]}
                              for k, v in result.final_energy.items()},
-            "warnings": result.warnings,
+            "warnings": result.warnings, "kept": result.kept,
         }
         if as_json:
-            click.echo(json.dumps(summary, indent=2))
+            emit(json.dumps(summary, indent=2))
         elif not quiet:
             t = Table(title=f"run {result.status}", title_justify="left", show_header=False)
-            t.add_row("log", result.log_path)
+            t.add_row("log", escape(result.log_path))
+            if result.kept:
+                t.add_row("kept", f"{escape(result.kept)} (a complete log, not replaced)")
             t.add_row("simulated", f"{result.sim_time:.6g} s in {result.steps} steps")
             t.add_row("wall time", f"{result.wall_time:.3f} s")
             t.add_row("steps per second", f"{summary['steps_per_second']:.0f}")
             t.add_row("real-time factor", f"{summary['real_time_factor']:.2f}")
             for name, (ke, pe) in result.final_energy.items():
-                t.add_row(f"{name} energy", f"kinetic {ke + 0.0:.6g} J, potential {pe + 0.0:.6g} J")
+                t.add_row(f"{escape(name)} energy",
+                          f"kinetic {ke + 0.0:.6g} J, potential {pe + 0.0:.6g} J")
             stderr.print(t)
             for wmsg in result.warnings:
                 stderr.print(f"[yellow]warning:[/] {escape(str(wmsg))}", markup=True,
                              highlight=False)
         if result.status == "diverged":
-            click.echo(f"error: {result.message}; the log is kept, with status diverged",
-                       err=True)
+            click.echo(f"error: {result.message}; the log {result.log_path} is kept, with "
+                       f"status diverged{_kept(result)}", err=True)
             sys.exit(1)
 
     go()
+
+
+def _kept(e) -> str:
+    kept = getattr(e, "kept", None)
+    return f"; the complete log {kept} was left as it was" if kept else ""

@@ -1,7 +1,8 @@
 """Comparing two logs, for CI: structure first, then values with per-dataset tolerances.
 
 A value passes when |new - golden| <= atol + rtol |golden| (the golden file is the reference);
-NaN equals NaN. Datasets are read in blocks of rows, so memory stays bounded whatever the size.
+NaN equals NaN, and an infinity equals only the same infinity (the bound atol + rtol |inf| would
+let anything pass). Datasets are read in blocks of rows, so memory stays bounded whatever the size.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
-from raisimcli.errors import LogError, ScenarioError
-from raisimcli.log.reader import FORMAT, FORMAT_VERSION
+from raisimcli.errors import LogError, ScenarioError, UsageError
+from raisimcli.log.reader import _short, open_h5_log
 
 DEFAULT_RTOL = 1e-9
 DEFAULT_ATOL = 1e-12
@@ -81,8 +82,9 @@ def load_tolerances(path: str) -> list[tuple[str, Tolerance]]:
             raise ScenarioError(f"{path}: {pattern}: expected {{ rtol = number, atol = number }}, "
                                 f"got {spec!r}")
         for k, v in spec.items():
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0:
-                raise ScenarioError(f"{path}: {pattern}.{k}: expected a number >= 0, got {v!r}")
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v < np.inf:
+                raise ScenarioError(f"{path}: {pattern}.{k}: expected a finite number >= 0, got "
+                                    f"{v!r}")
         out.append((pattern.lstrip("/"), Tolerance(float(spec.get("rtol", DEFAULT_RTOL)),
                                                    float(spec.get("atol", DEFAULT_ATOL)),
                                                    pattern)))
@@ -90,32 +92,13 @@ def load_tolerances(path: str) -> list[tuple[str, Tolerance]]:
 
 
 def _open(path: str) -> h5py.File:
-    try:
-        f = h5py.File(path, "r")
-    except FileNotFoundError:
-        raise LogError(f"{path}: log file not found") from None
-    except OSError as e:
-        raise LogError(f"{path}: not a readable HDF5 file ({_short(e)})") from None
-    fmt = f.attrs.get("format")
-    if isinstance(fmt, bytes):
-        fmt = fmt.decode()
-    if fmt != FORMAT:
+    f, partial = open_h5_log(path)
+    if partial:
+        rows = f["time"].shape[0] if "time" in f else 0
         f.close()
-        raise LogError(f"{path}: not a raisimcli log (attribute format is {fmt!r}, expected "
-                       f"{FORMAT!r})")
-    try:
-        version = int(f.attrs.get("format_version", -1))
-    except (TypeError, ValueError):
-        version = -1
-    if version > FORMAT_VERSION:
-        f.close()
-        raise LogError(f"{path}: log format version {version} is newer than this raisimcli reads "
-                       f"({FORMAT_VERSION}); upgrade raisimcli")
+        raise LogError(f"{path}: a partial log (its run was killed or is still running; {rows} "
+                       "rows were flushed): compare needs the log of a finished run")
     return f
-
-
-def _short(e: Exception) -> str:
-    return str(e).split("(")[0].strip() or type(e).__name__
 
 
 def _datasets(f: h5py.File, path: str) -> dict[str, h5py.Dataset]:
@@ -132,7 +115,14 @@ def _datasets(f: h5py.File, path: str) -> dict[str, h5py.Dataset]:
     return out
 
 
-def _attributes(f: h5py.File) -> dict[str, object]:
+def _attributes(f: h5py.File, path: str) -> dict[str, object]:
+    try:
+        return _collect_attributes(f)
+    except (OSError, RuntimeError, KeyError, ValueError) as e:
+        raise LogError(f"{path}: the file is damaged ({_short(e)})") from None
+
+
+def _collect_attributes(f: h5py.File) -> dict[str, object]:
     out = {}
 
     def collect(name, obj):
@@ -164,12 +154,17 @@ def _tolerance(path: str, rules, rtol: float, atol: float) -> Tolerance:
 def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
                  atol: float = DEFAULT_ATOL, tolerances=(), include: tuple[str, ...] = (),
                  exclude: tuple[str, ...] = ()) -> Comparison:
-    """Compare two logs. Raises LogError (exit 2) for unreadable input."""
+    """Compare two logs. Raises LogError (exit 2) for unreadable input, UsageError for a
+    tolerance that is not a finite number >= 0 or an --include / --exclude pattern that matches
+    nothing in either log."""
+    for name, value in (("--rtol", rtol), ("--atol", atol)):
+        if not 0 <= value < np.inf:
+            raise UsageError(f"{name} must be a finite number >= 0, got {value!r}")
     with _open(golden) as fg, _open(new) as fn:
         out = Comparison(golden, new)
         dg, dn = _datasets(fg, golden), _datasets(fn, new)
         # attributes: differences are failures, except the ones that legitimately differ
-        ag, an = _attributes(fg), _attributes(fn)
+        ag, an = _attributes(fg, golden), _attributes(fn, new)
         for key in sorted(set(ag) | set(an)):
             same = key in ag and key in an and _equal_attr(ag[key], an[key])
             if same:
@@ -178,6 +173,12 @@ def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
                 out.ignored.append(key)
             elif _selected(key.lstrip("/"), include, exclude):
                 out.attributes.append(f"{key}: {_fmt_attr(ag.get(key))} -> {_fmt_attr(an.get(key))}")
+        everything = [k.lstrip("/") for k in set(ag) | set(an)] + list(set(dg) | set(dn))
+        for option, patterns in (("--include", include), ("--exclude", exclude)):
+            for g in patterns:
+                if not any(fnmatch.fnmatchcase(p, g.lstrip("/")) for p in everything):
+                    raise UsageError(f"{option} {g!r} matches no dataset or attribute of "
+                                     f"{golden} or {new}")
         time_g = _read_all(dg.get("time"), golden)  # to say when a difference happens
         for path in sorted(set(dg) | set(dn)):
             if not _selected(path, include, exclude):
@@ -217,7 +218,7 @@ def _read_all(ds, path):
         return None
     try:
         return ds[()]
-    except (OSError, RuntimeError) as e:
+    except (OSError, RuntimeError, ValueError) as e:
         raise LogError(f"{path}: the file is damaged: cannot read {ds.name} ({_short(e)})") from None
 
 
@@ -275,10 +276,13 @@ def _compare_dataset(path, g: h5py.Dataset, n: h5py.Dataset, tol: Tolerance, tim
         a = _read_block(g, sl, gname)
         b = _read_block(n, sl, nname)
         both_nan = np.isnan(a) & np.isnan(b)
-        err = np.where(both_nan, 0.0, np.abs(b - a))
-        err = np.where(np.isnan(err), np.inf, err)  # NaN on one side only
-        bound = tol.atol + tol.rtol * np.abs(np.where(np.isnan(a), 0.0, a))
-        bad = err > bound
+        with np.errstate(invalid="ignore"):
+            err = np.where(both_nan | (a == b), 0.0, np.abs(b - a))  # inf == inf: no error
+        err = np.where(np.isnan(err), np.inf, err)  # NaN on one side only, or inf - inf
+        finite_a = np.where(np.isfinite(a), a, 0.0)
+        bound = tol.atol + tol.rtol * np.abs(finite_a)
+        # an infinity on either side passes only when the other is the same infinity
+        bad = (err > bound) | ((np.isinf(a) | np.isinf(b)) & (a != b))
         res.compared += a.size
         res.failing += int(bad.sum())
         if a.size:

@@ -73,25 +73,66 @@ class RobotLog:
         return Signal(ds[()], names, str(ds.attrs.get("units", "")))
 
 
+def _short(e: Exception) -> str:
+    return str(e).split("(")[0].strip() or type(e).__name__
+
+
+def open_h5_log(path: str) -> tuple[h5py.File, bool]:
+    """(the open file, partial): a raisimcli log opened for reading. `partial` is True for the
+    file of a run that is under way or was killed (status `running`): it holds the rows up to its
+    last flush, and is opened in HDF5's SWMR read mode when the writer did not close it. Raises
+    LogError for anything that is not a readable raisimcli log."""
+    partial = False
+    try:
+        f = h5py.File(path, "r")
+    except FileNotFoundError:
+        raise LogError(f"{path}: log file not found") from None
+    except IsADirectoryError:
+        raise LogError(f"{path}: expected a log file, got a directory") from None
+    except OSError as e:
+        try:  # a writer that never closed it (killed, or still running): SWMR read
+            f = h5py.File(path, "r", swmr=True)
+            partial = True
+        except OSError:
+            raise LogError(f"{path}: not a readable HDF5 file ({_short(e)})") from None
+    try:
+        return _check_log(f, path, partial)
+    except LogError:
+        f.close()
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError) as e:
+        f.close()
+        raise LogError(f"{path}: the file is damaged ({_short(e)})") from None
+
+
+def _check_log(f: h5py.File, path: str, partial: bool) -> tuple[h5py.File, bool]:
+    fmt = _text(f.attrs.get("format"))
+    if fmt != FORMAT:
+        raise LogError(f"{path}: not a raisimcli log (attribute format is {fmt!r}, expected "
+                       f"{FORMAT!r})")
+    version = f.attrs.get("format_version")
+    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
+        raise LogError(f"{path}: not a raisimcli log (attribute format_version is {version!r}, "
+                       "expected an integer)")
+    if version > FORMAT_VERSION:
+        raise LogError(f"{path}: log format version {version} is newer than this raisimcli reads "
+                       f"({FORMAT_VERSION}); upgrade raisimcli")
+    if _text(f.attrs.get("status")) == "running":
+        partial = True
+    return f, partial
+
+
+def _text(v):
+    return v.decode(errors="replace") if isinstance(v, bytes) else v
+
+
 class LogFile:
+    """A log opened for reading. `partial`: the run that wrote it was killed (or is still
+    running); its rows end at the last flush."""
+
     def __init__(self, path: str):
         self.path = path
-        try:
-            self.f = h5py.File(path, "r")
-        except FileNotFoundError:
-            raise LogError(f"{path}: log file not found") from None
-        except OSError as e:
-            raise LogError(f"{path}: not a readable HDF5 file ({e})") from None
-        fmt = self.f.attrs.get("format")
-        if fmt != FORMAT:
-            self.f.close()
-            raise LogError(f"{path}: not a raisimcli log (attribute format is {fmt!r}, expected "
-                           f"{FORMAT!r})")
-        version = int(self.f.attrs.get("format_version", -1))
-        if version > FORMAT_VERSION:
-            self.f.close()
-            raise LogError(f"{path}: log format version {version} is newer than this raisimcli "
-                           f"reads ({FORMAT_VERSION}); upgrade raisimcli")
+        self.f, self.partial = open_h5_log(path)
 
     def __enter__(self):
         return self
@@ -104,7 +145,8 @@ class LogFile:
 
     @property
     def status(self) -> str:
-        return str(self.f.attrs["status"])
+        """complete | diverged | interrupted | error, or `partial` for a killed run's file."""
+        return "partial" if self.partial else str(_text(self.f.attrs["status"]))
 
     @property
     def attrs(self) -> dict:

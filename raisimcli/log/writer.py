@@ -1,10 +1,20 @@
-"""The HDF5 log of a run (DESIGN.md §5; layout in docs/log.md).
+"""The HDF5 log of a run (layout in docs/log.md).
 
 Rows are buffered in memory and written a chunk at a time. The file is written under a temporary
-name in the target folder and renamed when closed, so a killed run never leaves a corrupt file under
-the final name, and an interrupted or diverged run still leaves a readable file that says so.
-Row k describes the step that ended at time[k] = (k + 1) dt: the state at its end and what the step
-applied.
+name in the target folder, `NAME.h5.partial-PID`, and renamed when closed, so a killed run never
+leaves a corrupt file under the final name, and an interrupted or diverged run still leaves a
+readable file that says so. Row k describes the step that ended at time[k] = (k + 1) dt: the state
+at its end and what the step applied.
+
+Nothing already written is lost:
+- The file is in HDF5's single-writer/multiple-reader mode (SWMR) from the first row on, and is
+  flushed to disk after every chunk and at least every FLUSH_SECONDS of wall time: after a SIGKILL
+  or a power cut the partial file is readable up to the last flush (`open_log` and `compare`
+  report it as partial). The next run to the same path removes such leftovers of dead runs.
+- A run that does not complete never replaces a complete log: its log goes beside it, as
+  `NAME.interrupted.h5` (or `.diverged.h5`, `.error.h5`).
+- A write that fails (a full disk, a file-size limit) stops the run with one LogWriteError; the
+  temporary file is removed and an earlier log at the path is left as it was.
 
 Appending a row only keeps references to the step's result arrays (the step makes new ones every
 time, it never writes into the old); a chunk is stacked and written at once.
@@ -13,8 +23,10 @@ time, it never writes into the old); a chunk is stacked and written at once.
 from __future__ import annotations
 
 import datetime
+import glob
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,13 +34,57 @@ import h5py
 import numpy as np
 
 from raisimcli import __version__
-from raisimcli.errors import LogError
+from raisimcli.errors import LogError, LogWriteError
 from raisimcli.physics.step.decomposition import SOURCES
 
 FORMAT = "raisimcli-log"
 FORMAT_VERSION = 1
 STATUSES = ("running", "complete", "diverged", "interrupted", "error")
+FLUSH_SECONDS = 2.0   # wall time between two flushes to disk, at most (and after every chunk)
+PARTIAL = ".partial-"  # NAME.h5.partial-PID: the file of a run under way (or killed)
 _STR = h5py.string_dtype()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_partials(path: str) -> list[str]:
+    """Remove the `PATH.partial-PID` files of runs that are no longer alive; returns them."""
+    removed = []
+    for p in glob.glob(glob.escape(path) + PARTIAL + "*"):
+        pid = p.rsplit(PARTIAL, 1)[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            try:
+                os.remove(p)
+                removed.append(p)
+            except OSError:
+                pass
+    return removed
+
+
+def is_complete_log(path: str) -> bool:
+    """True when `path` is a raisimcli log whose run completed."""
+    try:
+        with h5py.File(path, "r") as f:
+            status = f.attrs.get("status")
+            fmt = f.attrs.get("format")
+    except (OSError, ValueError):
+        return False
+    as_str = [x.decode() if isinstance(x, bytes) else x for x in (status, fmt)]
+    return as_str == ["complete", FORMAT]
+
+
+def sidecar_path(path: str, status: str) -> str:
+    """Where a run with `status` writes its log when a complete one is already at `path`."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.{status}{ext or '.h5'}"
 
 
 @dataclass
@@ -77,11 +133,17 @@ class LogWriter:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
             raise LogError(f"cannot create the log folder {folder}: {e.strerror}") from None
-        self.tmp_path = f"{self.path}.tmp-{os.getpid()}"
+        self.stale_removed = remove_stale_partials(self.path)
+        self.tmp_path = f"{self.path}{PARTIAL}{os.getpid()}"
+        self.failed = False
+        self.replaced = None  # the complete log kept at the path, when this run did not complete
         try:
-            self.f = h5py.File(self.tmp_path, "w", track_order=True)
+            # libver latest: SWMR (see the module's docstring); rdcc_nbytes 0: whole chunks are
+            # written at once, so HDF5's chunk cache would only grow the memory
+            self.f = h5py.File(self.tmp_path, "w", track_order=True, libver="latest",
+                               rdcc_nbytes=0)
         except OSError as e:
-            raise LogError(f"cannot write the log {self.tmp_path}: {e}") from None
+            raise LogError(f"cannot write the log {self.tmp_path}: {_reason(e)}") from None
         self.dt = dt
         self.decimation = decimation
         self.chunk_rows = chunk_rows
@@ -245,6 +307,38 @@ class LogWriter:
         self._step_indices: list[int] = []
         if self._world is not None:
             self._create_contact_datasets()
+            # created now, filled at close: no dataset may be created once readers may look
+            self._body_names_ds = self.f["contacts"].create_dataset(
+                "body_names", shape=(0,), maxshape=(None,), chunks=(64,), dtype=_STR)
+        self._guard(self._start_swmr)
+        self._last_flush = time.monotonic()
+
+    def _start_swmr(self) -> None:
+        self.f.swmr_mode = True
+
+    def _guard(self, fn, *args):
+        """Run a write; on failure remove the temporary file and raise one LogWriteError."""
+        if self.failed:
+            raise LogWriteError(f"the log {self.path} could not be written")
+        try:
+            return fn(*args)
+        except (OSError, RuntimeError, ValueError) as e:
+            self._fail()
+            raise LogWriteError(f"cannot write the log {self.path}: {_reason(e)}; the run stopped, "
+                                "its temporary file was removed and any earlier log there is "
+                                "untouched") from None
+
+    def _fail(self) -> None:
+        self.failed = True
+        self.closed = True
+        try:
+            self.f.close()
+        except Exception:  # noqa: BLE001 - the file is being discarded
+            pass
+        try:
+            os.remove(self.tmp_path)
+        except OSError:
+            pass
 
     # --- rows -----------------------------------------------------------------------------------
     def append(self, step_index: int) -> None:
@@ -261,10 +355,16 @@ class LogWriter:
                  c.penetration, self._contact_name(c.system_a, c.link_a),
                  self._contact_name(c.system_b, c.name_b)) for c in self._world.contacts])
         self._fill += 1
-        if self._fill == self.chunk_rows:
+        if self._fill == self.chunk_rows or \
+                time.monotonic() - self._last_flush > FLUSH_SECONDS:
             self.flush()
 
     def flush(self) -> None:
+        """Write the buffered rows and flush the file to disk."""
+        self._guard(self._flush)
+        self._last_flush = time.monotonic()
+
+    def _flush(self) -> None:
         # rows are appended channel by channel: should an exception have cut one short, keep the
         # rows that every channel has
         n = min([len(self._step_indices)] + [len(rows) for rows in self._pending])
@@ -288,6 +388,7 @@ class LogWriter:
             self._flush_contacts(r0, n)
         self.rows += n
         self._fill = 0
+        self.f.flush()
 
     def _flush_contacts(self, r0: int, n: int) -> None:
         ds = self._contact_ds
@@ -309,25 +410,49 @@ class LogWriter:
         self._contact_rows.clear()
 
     def close(self, status: str, message: str = "") -> str:
-        """Flush, write the status last, close and rename to the final name. Returns the path."""
+        """Flush, write the status last, close and rename to the final name (beside a complete
+        log already there when `status` is not complete). Returns the path written."""
         if self.closed:
             return self.path
         assert status in STATUSES
         self.flush()
+        self._guard(self._finish, status, message)
+        if status != "complete" and is_complete_log(self.path):
+            self.replaced = self.path
+            self.path = sidecar_path(self.path, status)
+        self._guard(os.replace, self.tmp_path, self.path)
+        self.closed = True
+        return self.path
+
+    def _finish(self, status: str, message: str) -> None:
         if self._world is not None:
-            self.f["contacts"].create_dataset("body_names", data=list(self._body_names) or [""],
-                                              dtype=_STR)
+            names = list(self._body_names) or [""]
+            self._body_names_ds.resize((len(names),))
+            self._body_names_ds[:] = names
         self.f.attrs["message"] = message
         self.f.attrs["rows"] = self.rows
         self.f.attrs["status"] = status
         self.f.close()
-        os.replace(self.tmp_path, self.path)
-        self.closed = True
-        return self.path
 
     def abandon(self) -> None:
         """Close and delete the temporary file (a run that never started)."""
         if not self.closed:
-            self.f.close()
-            os.remove(self.tmp_path)
-            self.closed = True
+            self._fail()
+            self.failed = False
+
+
+def _reason(e: BaseException) -> str:
+    """The operating system's words for a failed write ("No space left on device"), without
+    HDF5's stack of internal messages."""
+    import errno as _errno
+    text = str(e)
+    for code in (_errno.ENOSPC, _errno.EFBIG, _errno.EDQUOT, _errno.EACCES, _errno.EROFS):
+        words = os.strerror(code)
+        if words.lower() in text.lower() or getattr(e, "errno", None) == code:
+            return words
+    if "errno = 28" in text:
+        return os.strerror(_errno.ENOSPC)
+    if "errno = 27" in text:
+        return os.strerror(_errno.EFBIG)
+    return text.split("\n")[0][:200] or type(e).__name__
+

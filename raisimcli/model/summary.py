@@ -4,6 +4,7 @@ tables. The schema is documented in docs/cli.md (`raisimcli-inspect`, version 2)
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -23,6 +24,16 @@ def _vec(v):
     return None if v is None else [float(x) for x in np.asarray(v).ravel()]
 
 
+def outside_model_folder(model: RobotModel, g) -> bool:
+    """A mesh given by an absolute or file:// path that lies outside the URDF's folder."""
+    if g.mesh is None or g.uri is None or g.uri.startswith("package://"):
+        return False
+    if not (g.uri.startswith("file://") or os.path.isabs(g.uri)):
+        return False
+    folder = os.path.dirname(os.path.realpath(model.path))
+    return os.path.commonpath([folder, os.path.realpath(g.mesh)]) != folder
+
+
 def summarize(model: RobotModel) -> dict:
     parent_joint = {j.child: j.name for j in model.joints}
     links = []
@@ -36,6 +47,7 @@ def summarize(model: RobotModel) -> dict:
             "com": _vec(ine.com) if ine else None,
             "inertia": [_vec(r) for r in ine.inertia] if ine else None,
             "collisions": [{"kind": g.kind, "size": list(g.size), "mesh": g.mesh,
+                            "outside_model_folder": outside_model_folder(model, g),
                             "origin_xyz": _vec(g.origin[:3, 3])} for g in link.collisions],
         })
     joints = []

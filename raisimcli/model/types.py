@@ -9,9 +9,15 @@ tree with children in the order their joints appear in the file; quaternions are
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+# the name of a robot in a world becomes the log's group robots/<name>: no "/", no "." or ".."
+ROBOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+ROBOT_NAME_RULE = ("letters, digits, '_', '.' and '-', starting with a letter, digit or '_', at "
+                   "most 128 characters")
 
 # q / u sizes per joint type (DESIGN.md §4.1)
 JOINT_NQ = {"fixed": 0, "revolute": 1, "continuous": 1, "prismatic": 1, "spherical": 4, "floating": 7}
@@ -44,7 +50,8 @@ class Geometry:
 
     `kind`: box | sphere | cylinder | capsule | mesh. `origin`: (4, 4) pose in the link frame.
     `size`: box (3,) full extents; sphere (radius,); cylinder and capsule (radius, length), the
-    axis along z. `mesh`: resolved absolute path; `scale`: (3,).
+    axis along z. `mesh`: resolved absolute path; `scale`: (3,). `line`: of its element in the
+    URDF, for messages.
     """
 
     kind: str
@@ -52,6 +59,8 @@ class Geometry:
     size: tuple[float, ...] = ()
     mesh: str | None = None
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    line: int | None = None
+    uri: str | None = None  # a mesh's filename as the URDF writes it
 
 
 @dataclass(frozen=True)
@@ -223,6 +232,7 @@ class RobotModel:
     constraints: tuple[LoopConstraint, ...] = ()
     nominal_config: np.ndarray | None = None
     warnings: tuple[ModelWarning, ...] = ()
+    files: tuple[str, ...] = ()  # every file read: the URDF, actuator model files, meshes
 
     # --- lookups -------------------------------------------------------------------------------
     def joint(self, name: str) -> Joint:

@@ -45,18 +45,27 @@ from raisimcli.model.xml import AttributeReader, describe, parse_xml_bytes, pars
 JOINT_TYPES = ("fixed", "revolute", "continuous", "prismatic", "floating", "spherical")
 ROOT_JOINT_NAME = "root"
 GEOMETRY_TAGS = ("box", "sphere", "cylinder", "capsule", "mesh")
+# Pinocchio's data grows faster than the square of the joint count (200 moving joints take about
+# 0.7 GB, 1000 all of a 24 GB machine): bigger models are refused unless the limit is raised
+DEFAULT_MAX_JOINTS = 200
+# no robot link is heavier or larger than this; such a value is a typo or a unit mix-up (and it
+# would swamp every relative test of the mass matrix)
+MAX_MASS = 1e6          # kg
+MAX_INERTIA = 1e6       # kg m^2
 # an inertia tensor's smallest eigenvalue may be below zero by this fraction of the largest (CAD
 # exports round the entries of tiny links); it is then projected to the nearest PSD tensor
 INERTIA_MARGIN = 1e-6
 
 
 def load_urdf(path: str, base: str | None = None, *, strict: bool = False,
-              xacro_args: dict[str, str] | None = None) -> RobotModel:
+              xacro_args: dict[str, str] | None = None,
+              max_joints: int = DEFAULT_MAX_JOINTS) -> RobotModel:
     """Read and validate a URDF file (a `.xacro` file is expanded first, with `xacro_args`).
 
     `base`: None (RaiSim's rule: a root link named `world` makes a fixed base, anything else
     floating), "fixed" or "floating". `strict`: every warning (an interpretation of the file, see
-    docs/urdf.md) is an error instead."""
+    docs/urdf.md) is an error instead. `max_joints`: a model with more moving joints is refused
+    before its dynamics are built."""
     path = os.fspath(path)
     if path.endswith(".xacro"):
         text = expand_xacro(path, xacro_args or {})
@@ -68,14 +77,14 @@ def load_urdf(path: str, base: str | None = None, *, strict: bool = False,
         root = parse_xml_file(path, "URDF")
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", errors="replace")
-    return _UrdfReader(path).read(root, text, base, strict)
+    return _UrdfReader(path, max_joints).read(root, text, base, strict)
 
 
 def load_urdf_string(text: str, path: str = "<string>", base: str | None = None, *,
-                     strict: bool = False) -> RobotModel:
+                     strict: bool = False, max_joints: int = DEFAULT_MAX_JOINTS) -> RobotModel:
     """Like :func:`load_urdf` for URDF text; relative paths resolve against `path`'s folder."""
     root = parse_xml_bytes(text.encode(), path, "URDF")
-    return _UrdfReader(path).read(root, text, base, strict)
+    return _UrdfReader(path, max_joints).read(root, text, base, strict)
 
 
 def expand_xacro(path: str, args: dict[str, str]) -> str:
@@ -105,10 +114,12 @@ def expand_xacro(path: str, args: dict[str, str]) -> str:
 
 
 class _UrdfReader(AttributeReader):
-    def __init__(self, path: str):
+    def __init__(self, path: str, max_joints: int = DEFAULT_MAX_JOINTS):
         super().__init__(path)
         self.dir = os.path.dirname(os.path.abspath(path))
         self.warnings: list[ModelWarning] = []
+        self.max_joints = max_joints
+        self.files: list[str] = [os.path.abspath(path)]
 
     def warn(self, el, code: str, message: str) -> None:
         """Record an interpretation or a doubtful value (`code`: see docs/urdf.md, Warnings)."""
@@ -146,6 +157,11 @@ class _UrdfReader(AttributeReader):
             joint_els[name] = el
             joints.append(self.joint(el, links))
 
+        moving = sum(1 for j in joints if j.type != "fixed")
+        if moving > self.max_joints:
+            raise self.error(root, f"the model has {moving} moving joints, more than the limit "
+                                   f"of {self.max_joints} (Pinocchio's data for it would take "
+                                   "gigabytes); raise the limit with --max-joints if you mean it")
         ordered, root_link, base_type = self.tree(root, links, joints, joint_els, base)
         self.check_mimics(ordered, joint_els)
         model_links, bodies = self.merge_bodies(links, ordered, root_link)
@@ -167,7 +183,8 @@ class _UrdfReader(AttributeReader):
             raise ModelError(f"{first.message} [{first.code}] (--strict: warnings are errors)"
                              + (f"; {len(self.warnings) - 1} more:{more}" if more else ""),
                              file=self.path, line=first.line, element=first.element)
-        return replace(model, warnings=tuple(self.warnings))
+        return replace(model, warnings=tuple(self.warnings),
+                       files=tuple(dict.fromkeys(self.files)))
 
     # --- links ----------------------------------------------------------------------------------
     def link(self, el) -> Link:
@@ -191,11 +208,18 @@ class _UrdfReader(AttributeReader):
         mass = self.float(mel, "value", required=True)
         if mass < 0:
             raise self.error(mel, f"mass must be >= 0, got {mass:g}")
+        if mass > MAX_MASS:
+            raise self.error(mel, f"mass {mass:g} kg is beyond any robot link (at most "
+                                  f"{MAX_MASS:g} kg): a typo or a unit mix-up?")
         Iel = el.find("inertia")
         if Iel is None:
             raise self.error(el, "missing <inertia ixx ixy ixz iyy iyz izz>")
         ixx, ixy, ixz, iyy, iyz, izz = (self.float(Iel, a, 0.0) for a in
                                          ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+        big = max(abs(x) for x in (ixx, ixy, ixz, iyy, iyz, izz))
+        if big > MAX_INERTIA:
+            raise self.error(Iel, f"inertia entry {big:g} kg m^2 is beyond any robot link (at "
+                                  f"most {MAX_INERTIA:g}): a typo or a unit mix-up?")
         I_origin = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
         R = T[:3, :3]  # checked against the whole model's scale in check_inertias
         return Inertial(mass=mass, com=T[:3, 3].copy(), inertia=congruence(R, I_origin))
@@ -258,13 +282,14 @@ class _UrdfReader(AttributeReader):
             size = self.vector(s, "size", 3, required=True)
             if np.any(size <= 0):
                 raise self.error(s, f"box size must be > 0 in every direction, got {s.get('size')!r}")
-            return Geometry("box", T, tuple(size))
+            return Geometry("box", T, tuple(size), line=s.sourceline)
         if s.tag == "sphere":
-            return Geometry("sphere", T, (self.float(s, "radius", required=True, positive=True),))
+            return Geometry("sphere", T, (self.float(s, "radius", required=True, positive=True),),
+                            line=s.sourceline)
         if s.tag in ("cylinder", "capsule"):
             r = self.float(s, "radius", required=True, positive=True)
             length = self.float(s, "length", required=True, min=0.0)
-            return Geometry(s.tag, T, (r, length))
+            return Geometry(s.tag, T, (r, length), line=s.sourceline)
         filename = self.string(s, "filename")
         text = s.get("scale")
         if text is not None and len(text.split()) not in (1, 3):
@@ -274,8 +299,12 @@ class _UrdfReader(AttributeReader):
         scale = self.vector(s, "scale", (1, 3), default=(1, 1, 1))
         if scale.size == 1:
             scale = np.repeat(scale, 3)
-        return Geometry("mesh", T, (), mesh=self.resolve_mesh(s, filename),
-                        scale=tuple(float(x) for x in scale))
+        if np.any(scale == 0):
+            raise self.error(s, f"mesh scale {text!r} flattens the mesh (a zero factor)")
+        mesh = self.resolve_mesh(s, filename)
+        self.files.append(mesh)
+        return Geometry("mesh", T, (), mesh=mesh, scale=tuple(float(x) for x in scale),
+                        line=s.sourceline, uri=filename)
 
     def resolve_mesh(self, el, filename: str) -> str:
         """The absolute path of a mesh (see docs/urdf.md, "Mesh paths").
@@ -597,6 +626,7 @@ class _UrdfReader(AttributeReader):
                     raise self.error(el, f"actuator model file {file_attr!r} not found "
                                          f"(looked at {fpath})")
                 froot = parse_xml_file(fpath, "actuator model")
+                self.files.append(os.path.abspath(fpath))
                 reader = AttributeReader(fpath)
                 if froot.tag != "actuator_model":
                     raise reader.error(froot, "expected the root element <actuator_model>")

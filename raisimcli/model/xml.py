@@ -112,6 +112,8 @@ class AttributeReader:
 
     def _number(self, el, attr: str, text: str) -> float:
         try:
+            if "_" in text:  # float() reads "2_5" as 25; no XML reader does
+                raise ValueError(text)
             value = float(text)
         except ValueError:
             raise self.error(el, f"attribute '{attr}' must be a number, got {text!r}") from None

@@ -33,7 +33,7 @@ class Shape:
     index: int = 0
 
 
-def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0), where=""):
+def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0)):
     """(coal geometry, bounding radius) for a URDF-style shape."""
     if kind == "box":
         return coal.Box(*map(float, size)), 0.5 * norm(size)
@@ -50,8 +50,19 @@ def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0
         try:
             m = trimesh.load(mesh, force="mesh")
         except Exception as e:  # noqa: BLE001  (trimesh raises many kinds)
-            raise ModelError(f"cannot read mesh {mesh} ({e})") from None
-        hull = trimesh.Trimesh(np.asarray(m.vertices) * np.asarray(scale)).convex_hull
+            # random bytes make trimesh look for a text-encoding detector it may not have
+            detail = "unrecognised content" if isinstance(e, ImportError) else str(e)
+            raise ModelError(f"cannot read the mesh {mesh}: not a mesh file trimesh can parse "
+                             f"({detail})") from None
+        vertices = np.asarray(getattr(m, "vertices", np.zeros((0, 3))), dtype=float)
+        if len(vertices) < 4:
+            raise ModelError(f"the mesh {mesh} has {len(vertices)} vertices: no volume to "
+                             "collide with") from None
+        try:
+            hull = trimesh.Trimesh(vertices * np.asarray(scale)).convex_hull
+        except Exception as e:  # noqa: BLE001  (qhull's errors)
+            raise ModelError(f"the convex hull of the mesh {mesh} cannot be built (the points "
+                             f"lie on one line or one point: {str(e).splitlines()[0]})") from None
         verts = coal.StdVec_Vec3s()
         for v in hull.vertices:
             verts.append(np.array(v, dtype=float))
@@ -59,7 +70,24 @@ def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0
         for f in hull.faces:
             tris.append(coal.Triangle(int(f[0]), int(f[1]), int(f[2])))
         return coal.Convex(verts, tris), max(norm(v) for v in hull.vertices)
-    raise ModelError(f"{where}: unknown collision shape {kind!r}")
+    raise ModelError(f"unknown collision shape {kind!r}")
+
+
+def link_geometry(model, g):
+    """(coal geometry, bounding radius) of a collision of the model; a ModelError names the
+    URDF's file and line."""
+    try:
+        return make_geometry(g.kind, g.size, g.mesh, g.scale)
+    except ModelError as e:
+        raise ModelError(e.detail, file=model.path, line=g.line, element=f"<{g.kind}>") from None
+
+
+def check_geometry(model) -> None:
+    """Build every collision shape of the model, as a run with contacts does: what a run would
+    refuse (an unreadable or flat mesh), `inspect` refuses first."""
+    for link in model.links:
+        for g in link.collisions:
+            link_geometry(model, g)
 
 
 def robot_shapes(model, materials: dict[str, str] | None = None) -> list[Shape]:
@@ -70,7 +98,7 @@ def robot_shapes(model, materials: dict[str, str] | None = None) -> list[Shape]:
         if link.body == 0 and model.root_link == "world":
             continue  # welded to the world: static, never moves, not simulated as a contact body
         for g in link.collisions:
-            geom, radius = make_geometry(g.kind, g.size, g.mesh, g.scale, where=link.name)
+            geom, radius = link_geometry(model, g)
             placement = matmul(link.body_T_link, g.origin)
             out.append(Shape(geom, g.kind, link.name, link.body, placement, radius,
                              materials.get(link.name, materials.get("*", "default"))))
@@ -123,5 +151,5 @@ def rpy_pose(position, rpy) -> np.ndarray:
     return T
 
 
-__all__ = ["Shape", "make_geometry", "robot_shapes", "shape_poses", "sweep_and_prune",
-           "transform", "rpy_pose"]
+__all__ = ["Shape", "check_geometry", "link_geometry", "make_geometry", "robot_shapes",
+           "shape_poses", "sweep_and_prune", "transform", "rpy_pose"]

@@ -189,12 +189,12 @@ class Conventions:
         return d
 
     def normalize(self, q: np.ndarray) -> np.ndarray:
-        """q with every quaternion normalised (a zero quaternion becomes the identity)."""
+        """q with every quaternion normalised; a zero quaternion is no orientation: StateError."""
         q = np.array(q, dtype=float)
         for _, qs in self.floating:
-            q[qs + 3:qs + 7] = _unit(q[qs + 3:qs + 7])
+            q[qs + 3:qs + 7] = _unit(q[qs + 3:qs + 7], qs + 3)
         for _, qs in self.spherical:
-            q[qs:qs + 4] = _unit(q[qs:qs + 4])
+            q[qs:qs + 4] = _unit(q[qs:qs + 4], qs)
         return q
 
 
@@ -202,6 +202,9 @@ def _conj(q) -> np.ndarray:
     return np.array([q[0], -q[1], -q[2], -q[3]])
 
 
-def _unit(q) -> np.ndarray:
+def _unit(q, start: int) -> np.ndarray:
     n = norm(q)
-    return np.array([1.0, 0, 0, 0]) if n == 0 else q / n
+    if n == 0:
+        from raisimcli.errors import StateError
+        raise StateError(f"the quaternion q[{start}:{start + 4}] is zero: no orientation")
+    return q / n

@@ -6,6 +6,7 @@ import numpy as np
 
 from raisimcli.errors import StateError
 from raisimcli.model import RobotModel, load_urdf
+from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
 from raisimcli.physics.articulated_system import ArticulatedSystem
 from raisimcli.physics.contacts import ContactWorld
 from raisimcli.physics.step.world_step import integrate2_systems
@@ -46,6 +47,9 @@ class World:
         """Add a robot from a RobotModel or a URDF path."""
         if not isinstance(model, RobotModel):
             model = load_urdf(model, base=base)
+        if not ROBOT_NAME.fullmatch(name or model.name):
+            raise StateError(f"{name or model.name!r} is not a valid robot name: "
+                             f"{ROBOT_NAME_RULE} (pass name=...)")
         system = ArticulatedSystem(model, name=name)
         system._gravity = self.gravity
         if any(s.name == system.name for s in self.systems):

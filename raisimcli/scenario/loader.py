@@ -20,6 +20,8 @@ import pydantic
 
 from raisimcli.errors import ScenarioError
 from raisimcli.model import RobotModel, load_urdf
+from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
+from raisimcli.model.urdf import DEFAULT_MAX_JOINTS
 from raisimcli.scenario import schema as S
 from raisimcli.scenario.schedules import compile_schedule
 
@@ -57,6 +59,7 @@ class ResolvedRobot:
     loads: list = field(default_factory=list)
     controller: Callable | None = None
     controller_name: str | None = None
+    inputs: list = field(default_factory=list)            # files read: CSV, the controller
     inverse_dynamics: bool = False
     materials: dict = field(default_factory=dict)
     self_collision: bool = False
@@ -72,6 +75,15 @@ class ResolvedScenario:
     robots: list[ResolvedRobot]
     steps: int
     log_path: str
+
+    @property
+    def inputs(self) -> list[str]:
+        """Every file the run reads: the scenario, the URDFs and what they load, CSV
+        trajectories, controllers (absolute paths)."""
+        files = [self.path]
+        for r in self.robots:
+            files += list(r.model.files) + r.inputs
+        return list(dict.fromkeys(os.path.abspath(f) for f in files))
 
     @property
     def dt(self) -> float:
@@ -104,8 +116,11 @@ def format_validation_error(path: str, err: pydantic.ValidationError) -> str:
     value of several accepted forms is the form the user evidently meant (a schedule table rather
     than a number)."""
     errors = err.errors(include_url=False)
-    e = max(errors, key=lambda x: (x["type"] == "extra_forbidden", len(x["loc"]),
-                                   -errors.index(x)))
+    # an unknown key first (usually a typo); then a table whose `type` names no known form (it
+    # says what the forms are, where the other members of the union would only say "a number")
+    e = max(errors, key=lambda x: (x["type"] == "extra_forbidden",
+                                   x["type"] in ("union_tag_invalid", "union_tag_not_found"),
+                                   len(x["loc"]), -errors.index(x)))
     loc = _loc([p for p in e["loc"] if not _is_tag(p)])
     got = e.get("input")
     msg = e["msg"]
@@ -160,9 +175,11 @@ def apply_override(data: dict, assignment: str, path: str) -> None:
 
 
 def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | None = None,
-                  log_path: str | None = None, strict: bool = False) -> ResolvedScenario:
+                  log_path: str | None = None, strict: bool = False,
+                  max_joints: int = DEFAULT_MAX_JOINTS) -> ResolvedScenario:
     """Read, validate and resolve a scenario file. `strict`: the robots' URDF warnings are
-    errors (see docs/urdf.md, Warnings)."""
+    errors (see docs/urdf.md, Warnings); `max_joints`: the largest model accepted. The log path
+    is checked too (it may not be one of the run's inputs), before anything runs."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -171,7 +188,12 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
         raise ScenarioError(f"{path}: scenario file not found") from None
     except IsADirectoryError:
         raise ScenarioError(f"{path}: expected a scenario file, got a directory") from None
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise ScenarioError(f"{path}:{line}: the file is not valid UTF-8 (byte {e.start}: "
+                            f"{raw[e.start:e.start + 1]!r})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -189,7 +211,7 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
     base = os.path.dirname(os.path.abspath(path))
     robots = []
     for i, r in enumerate(spec.robot):
-        robots.append(_resolve_robot(path, base, i, r, spec, strict))
+        robots.append(_resolve_robot(path, base, i, r, spec, strict, max_joints))
     names = [r.name for r in robots]
     for i, n in enumerate(names):
         if names.count(n) > 1:
@@ -199,13 +221,30 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
     steps = w.steps if w.steps is not None else int(round(w.duration / w.dt))
     if steps < 1:
         raise ScenarioError(f"{path}: world.duration: shorter than one step of {w.dt} s")
+    option = "-o"
     if log_path is None:
+        option = "log.path"
         log_path = spec.log.path or os.path.splitext(os.path.basename(path))[0] + ".h5"
         if spec.log.path is not None and not os.path.isabs(log_path):
             log_path = os.path.join(base, log_path)
-    return ResolvedScenario(path=os.path.abspath(path), text=text,
-                            sha256=hashlib.sha256(raw).hexdigest(), spec=spec, robots=robots,
-                            steps=steps, log_path=os.path.abspath(log_path))
+    scn = ResolvedScenario(path=os.path.abspath(path), text=text,
+                           sha256=hashlib.sha256(raw).hexdigest(), spec=spec, robots=robots,
+                           steps=steps, log_path=_check_log_path(log_path, option))
+    real = os.path.realpath(scn.log_path)
+    for f in scn.inputs:
+        if os.path.realpath(f) == real:
+            raise ScenarioError(f"{option} {log_path}: that is {f}, an input of this run; the log "
+                                "would replace it. Choose another log path")
+    return scn
+
+
+def _check_log_path(log_path: str, option: str) -> str:
+    """The absolute log path, refused (before anything runs) when it is empty or a folder."""
+    if not log_path or not log_path.strip():
+        raise ScenarioError(f"{option}: the log path is empty")
+    if os.path.isdir(log_path) or log_path.endswith(("/", os.sep)):
+        raise ScenarioError(f"{option} {log_path}: is a folder; expected a log file name")
+    return os.path.abspath(log_path)
 
 
 def _per_joint(value, names: tuple[str, ...], where: str, what: str) -> np.ndarray:
@@ -227,7 +266,8 @@ def _per_joint(value, names: tuple[str, ...], where: str, what: str) -> np.ndarr
     return out
 
 
-def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool) -> ResolvedRobot:
+def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
+                   max_joints: int = DEFAULT_MAX_JOINTS) -> ResolvedRobot:
     where = f"{path}: robot[{i}]"
     urdf = r.urdf if os.path.isabs(r.urdf) else os.path.join(base, r.urdf)
     if not os.path.isfile(urdf):
@@ -235,7 +275,13 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool) ->
     if r.xacro_args and not urdf.endswith(".xacro"):
         raise ScenarioError(f"{where}.xacro_args: {r.urdf!r} is not a .xacro file")
     # a ModelError names the URDF file and element
-    model = load_urdf(urdf, base=r.base, strict=strict, xacro_args=r.xacro_args or None)
+    model = load_urdf(urdf, base=r.base, strict=strict, xacro_args=r.xacro_args or None,
+                      max_joints=max_joints)
+    name = r.name if r.name is not None else model.name
+    if not ROBOT_NAME.fullmatch(name):
+        source = "" if r.name else f" (the URDF's robot name; set robot[{i}].name)"
+        raise ScenarioError(f"{where}.name: {name!r}{source} is not a valid robot name: "
+                            f"{ROBOT_NAME_RULE}")
     one_dof = [j for j in model.moving_joints if j.nv == 1]
     one_names = tuple(j.name for j in one_dof)
     q0 = model.nominal_config.copy() if model.nominal_config is not None else \
@@ -253,16 +299,28 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool) ->
                     raise ScenarioError(f"{where}.initial.q.{k}: unknown coordinate {k!r}; "
                                         f"expected one of {', '.join(model.coordinate_names)}")
                 q0[model.coordinate_names.index(k)] = v
+    for j in model.moving_joints:  # a zero quaternion is no orientation
+        if j.type in ("floating", "spherical"):
+            s0 = j.q_slice.start + (3 if j.type == "floating" else 0)
+            if not np.any(q0[s0:s0 + 4]):
+                raise ScenarioError(f"{where}.initial.q: the quaternion of joint {j.name!r} "
+                                    f"({', '.join(model.coordinate_names[s0:s0 + 4])}) is zero; "
+                                    "give a rotation (1 0 0 0 is none)")
     u0 = np.zeros(model.nv)
     if r.initial.u is not None:
         u0 = _per_joint(r.initial.u, model.dof_names, f"{where}.initial.u", "DoF")
-    out = ResolvedRobot(name=r.name or model.name, model=model, q0=q0, u0=u0,
+    out = ResolvedRobot(name=name, model=model, q0=q0, u0=u0,
                         scheme=r.integration_scheme or spec.world.integration_scheme,
                         control_mode=r.control_mode, kp=None, kd=None,
                         inverse_dynamics=r.inverse_dynamics)
     if r.pd is not None:
         out.kp = _per_joint(r.pd.kp, model.dof_names, f"{where}.pd.kp", "DoF")
         out.kd = _per_joint(r.pd.kd, model.dof_names, f"{where}.pd.kd", "DoF")
+        for label, gains in (("kp", out.kp), ("kd", out.kd)):
+            if np.any(gains < 0):
+                k = int(np.argmax(gains < 0))
+                raise ScenarioError(f"{where}.pd.{label}: gains must be >= 0, got "
+                                    f"{gains[k]:g} for {model.dof_names[k]!r}")
         for label, table, dest, index in (
                 ("target", r.pd.target, out.targets, lambda j: j.q_slice.start),
                 ("velocity_target", r.pd.velocity_target, out.velocity_targets,
@@ -348,7 +406,24 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool) ->
     if r.controller is not None:
         out.controller, out.controller_name = _load_controller(r.controller, base,
                                                                f"{where}.controller")
+        file = r.controller.rsplit(":", 1)[0]
+        out.inputs.append(file if os.path.isabs(file) else os.path.join(base, file))
+    out.inputs += [c.file if os.path.isabs(c.file) else os.path.join(base, c.file)
+                   for c in _csv_schedules(r)]
     return out
+
+
+def _csv_schedules(node) -> list:
+    """Every CSV schedule in a part of the scenario."""
+    if isinstance(node, S.Csv):
+        return [node]
+    if isinstance(node, pydantic.BaseModel):
+        return [c for name in type(node).model_fields for c in _csv_schedules(getattr(node, name))]
+    if isinstance(node, dict):
+        return [c for v in node.values() for c in _csv_schedules(v)]
+    if isinstance(node, (list, tuple)):
+        return [c for v in node for c in _csv_schedules(v)]
+    return []
 
 
 def _load_controller(spec: str, base: str, where: str):
@@ -361,7 +436,9 @@ def _load_controller(spec: str, base: str, where: str):
     module = importlib.util.module_from_spec(mod_spec)
     try:
         mod_spec.loader.exec_module(module)
-    except Exception as e:  # the user's code: report it as their error, with their traceback
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the user's code (SystemExit too): their error, their traceback
         from raisimcli.errors import ControllerError
         raise ControllerError(f"{where}: importing {fpath} raised {type(e).__name__}: {e}",
                               exc=e, file=fpath) from None

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from raisimcli.errors import ControllerError
+from raisimcli.errors import ControllerError, Interrupted, LogWriteError
 from raisimcli.log.writer import LogWriter
 from raisimcli.physics import World
 from raisimcli.physics.articulated_system import ArticulatedSystem
@@ -30,6 +30,7 @@ class RunResult:
     message: str = ""
     final_energy: dict = field(default_factory=dict)   # robot -> (kinetic, potential)
     warnings: list = field(default_factory=list)
+    kept: str | None = None     # a complete log at the requested path, left in place
 
     @property
     def sim_time(self) -> float:
@@ -122,24 +123,30 @@ def _diverged(drivers, t) -> str | None:
             if bad.any():
                 i = int(np.argmax(bad))
                 return (f"robot {s.name!r} diverged at t = {t:.6g} s: {label}[{names[i]}] = "
-                        f"{v[i]!r}")
+                        f"{float(v[i]):.6g}")
     return None
 
 
 class _StopRequest:
-    """SIGINT and SIGTERM set a flag that the run loop reads between steps, so that an interrupt
-    never lands in the middle of a step or of a log row (in the main thread; elsewhere the
-    signals keep their handlers and a KeyboardInterrupt is handled as it comes)."""
+    """SIGINT, SIGTERM and SIGHUP set a flag that the run loop reads between steps, so that an
+    interrupt never lands in the middle of a step, of a log row or of closing the log (in the
+    main thread; elsewhere the signals keep their handlers and a KeyboardInterrupt is handled as
+    it comes)."""
+
+    SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP")
+                    if hasattr(signal, n))
 
     def __init__(self):
         self.requested = False
+        self.signal_name = ""
         self._saved = {}
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in self.SIGNALS:
                 self._saved[sig] = signal.signal(sig, self._request)
 
     def _request(self, signum, frame):
         self.requested = True
+        self.signal_name = self.signal_name or signal.Signals(signum).name
 
     def restore(self) -> None:
         for sig, handler in self._saved.items():
@@ -151,33 +158,46 @@ def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | Non
         progress_every: int = 200) -> RunResult:
     """Run a resolved scenario and write its log. `progress(step, steps, wall)` is called every
     `progress_every` steps. SIGINT or SIGTERM stops the run after the current step: the log is
-    closed as `interrupted` and KeyboardInterrupt raised; a controller exception closes it as
-    `error` and raises ControllerError."""
+    closed as `interrupted` and Interrupted (a KeyboardInterrupt) raised; a controller exception
+    (SystemExit included) closes it as `error` and raises ControllerError. Either exception
+    carries `log_path`, where the log went (beside a complete log already at the path, see
+    LogWriter.close). A failed write raises LogWriteError, with no log written."""
+    stop = _StopRequest()  # from here on a signal stops the run at the next step
+    try:
+        return _run(scn, progress, progress_every, stop)
+    finally:
+        stop.restore()
+
+
+def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopRequest) -> RunResult:
     w, drivers = build_world(scn)
     spec = scn.spec
     writer = LogWriter(scn.log_path, scenario_text=scn.text, scenario_sha256=scn.sha256,
                        config_json=scn.config_json(), dt=scn.dt,
                        decimation=spec.log.decimation, compression=spec.log.compression)
-    for d in drivers:
-        signals = list(spec.log.signals)
-        if d.spec.inverse_dynamics:
-            d.system.set_compute_inverse_dynamics(True)
-            signals.append("inverse_dynamics")
-        writer.add_robot(d.system.name, d.system, signals)
-    if "contacts" in spec.log.signals and w.contact_world.active:
-        writer.add_contacts(w)
-    writer.start()
+    try:
+        for d in drivers:
+            signals = list(spec.log.signals)
+            if d.spec.inverse_dynamics:
+                d.system.set_compute_inverse_dynamics(True)
+                signals.append("inverse_dynamics")
+            writer.add_robot(d.system.name, d.system, signals)
+        if "contacts" in spec.log.signals and w.contact_world.active:
+            writer.add_contacts(w)
+        writer.start()
+    except BaseException:
+        writer.abandon()
+        raise
     warnings = [f"{d.system.name}: {m}" for d in drivers for m in d.system.model.warnings]
     controllers = [(d, d.spec.controller) for d in drivers if d.spec.controller is not None]
     dt = scn.dt
     t0 = time.perf_counter()
     k = 0
     status, message = "complete", ""
-    stop = _StopRequest()
     try:
         for k in range(scn.steps):
-            if stop.requested:  # Ctrl-C or SIGTERM: stop between two steps, the log whole
-                raise KeyboardInterrupt
+            if stop.requested:  # a signal: stop between two steps, the log whole
+                raise Interrupted(stop.signal_name)
             t = k * dt
             for d in drivers:
                 d.apply(t)
@@ -185,7 +205,7 @@ def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | Non
             for d, fn in controllers:
                 try:
                     fn(t, d.system)
-                except Exception as e:
+                except BaseException as e:  # SystemExit too: a controller cannot end the run well
                     raise ControllerError(
                         f"the controller {d.spec.controller_name} of robot {d.system.name!r} "
                         f"raised {type(e).__name__} at t = {t:.6g} s: {e}", exc=e,
@@ -202,22 +222,31 @@ def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | Non
                 progress(k + 1, scn.steps, time.perf_counter() - t0)
         else:
             k = scn.steps
-    except KeyboardInterrupt:
-        writer.close("interrupted", f"interrupted by the user at t = {k * dt:.6g} s")
-        raise
+        writer.close(status, message)
+        wall = time.perf_counter() - t0  # closing the log included
+    except LogWriteError:
+        raise  # the writer removed its file
+    except KeyboardInterrupt as e:
+        name = getattr(e, "signal_name", "") or stop.signal_name or "SIGINT"
+        writer.close("interrupted", f"interrupted by {name} at t = {k * dt:.6g} s")
+        raise _with_log(Interrupted(name), writer) from None
     except ControllerError as e:
         writer.close("error", str(e))
-        raise
+        raise _with_log(e, writer)
     except BaseException as e:
         writer.close("error", f"{type(e).__name__}: {e}")
         raise
-    finally:
-        stop.restore()
-    wall = time.perf_counter() - t0
-    writer.close(status, message)
     result = RunResult(status=status, steps=k, dt=dt, wall_time=wall, log_path=writer.path,
-                       message=message, warnings=warnings)
+                       message=message, warnings=warnings, kept=writer.replaced)
     for d in drivers:
         s = d.system
         result.final_energy[s.name] = (s.get_kinetic_energy(), s.get_potential_energy())
     return result
+
+
+def _with_log(e: BaseException, writer: LogWriter) -> BaseException:
+    """`e` with the path its run's log was written to, and the complete log it left alone."""
+    e.log_path = writer.path
+    e.kept = writer.replaced
+    return e
+

@@ -50,7 +50,7 @@ def _interpolator(times: np.ndarray, values: np.ndarray):
 def read_csv_column(spec: S.Csv, base_dir: str, where: str) -> tuple[np.ndarray, np.ndarray]:
     path = spec.file if os.path.isabs(spec.file) else os.path.join(base_dir, spec.file)
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's BOM
             rows = list(csv.reader(f))
     except FileNotFoundError:
         raise ScenarioError(f"{where}.file: CSV file {spec.file!r} not found (looked at "

@@ -16,7 +16,10 @@ Vector3 = Annotated[list[FiniteFloat], Field(min_length=3, max_length=3)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys are errors, and so are values of the wrong type: no "0.001" for a number, no
+    true for a gain, no 1 for a flag (an integer is taken where a number is expected)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # --- schedules: a value as a function of time ---------------------------------------------------

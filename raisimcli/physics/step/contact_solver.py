@@ -138,6 +138,10 @@ def block_gauss_seidel(G, v, lam, target, lo, hi, block_start, block_kind, block
             i = block_start[b]
             if block_kind[b] == SCALAR:
                 g = G[i, i]
+                if not g > 0.0:
+                    # the mechanism cannot move along this row (a joint held still by a loop or
+                    # by a mimic of multiplier 0): no impulse can change its velocity
+                    continue
                 x = lam[i] + (target[i] - v[i]) / g
                 if x < lo[i]:
                     x = lo[i]

@@ -1,0 +1,53 @@
+"""The `raisimcli` console entry point.
+
+Signal handlers come first, before anything heavy is imported, so that SIGINT, SIGTERM or SIGHUP at
+any moment (start-up included) ends the command with exit code 130 and one line, never a
+traceback. During a run the run loop takes the signals over and stops between two steps (see
+raisimcli.scenario.runner). A file-size limit (`ulimit -f`) makes writes fail instead of killing
+the process, so that the log writer can report it and clean up.
+"""
+
+import signal
+import sys
+
+INTERRUPT_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+EXIT_INTERRUPTED = 130
+
+
+def _interrupt(signum, frame):
+    from raisimcli.errors import Interrupted
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def install_signal_handlers() -> None:
+    for name in INTERRUPT_SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _interrupt)
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def main() -> None:
+    install_signal_handlers()
+    try:
+        import click
+
+        from raisimcli.cli.main import cli
+        code = cli.main(prog_name="raisimcli", standalone_mode=False)
+    except KeyboardInterrupt as e:
+        _interrupted(e)
+    except Exception as e:  # click's own exceptions; everything else is a bug and propagates
+        import click
+        if isinstance(e, click.exceptions.Abort):
+            _interrupted(e.__context__ or e)
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _interrupted(e: BaseException) -> None:
+    name = getattr(e, "signal_name", "SIGINT")
+    print(f"interrupted by {name}; nothing was written", file=sys.stderr)
+    sys.exit(EXIT_INTERRUPTED)
