@@ -1,4 +1,4 @@
-"""`raisimcli` entry point. Exit codes (DESIGN.md §6): 0 success; 1 a difference or a divergence;
+"""`raisimcli` entry point. Exit codes (docs/cli.md): 0 success; 1 a difference or a divergence;
 2 bad input or usage, with one message and no traceback."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A :class:`RobotModel` never changes during a run (Pinocchio's Model, MuJoCo's mjModel). Mutable
 state lives in :class:`raisimcli.physics.ArticulatedSystem`.
 
-Conventions (DESIGN.md §4.1): SI units; joint order is the root first, then depth-first through the
+Conventions (docs/conventions.md): SI units; joint order is the root first, then depth-first through the
 tree with children in the order their joints appear in the file; quaternions are (w, x, y, z).
 """
 
@@ -19,7 +19,7 @@ ROBOT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 ROBOT_NAME_RULE = ("letters, digits, '_', '.' and '-', starting with a letter, digit or '_', at "
                    "most 128 characters")
 
-# q / u sizes per joint type (DESIGN.md §4.1)
+# q / u sizes per joint type (docs/conventions.md)
 JOINT_NQ = {"fixed": 0, "revolute": 1, "continuous": 1, "prismatic": 1, "spherical": 4, "floating": 7}
 JOINT_NV = {"fixed": 0, "revolute": 1, "continuous": 1, "prismatic": 1, "spherical": 3, "floating": 6}
 ONE_DOF_TYPES = ("revolute", "continuous", "prismatic")

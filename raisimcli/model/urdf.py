@@ -1,4 +1,4 @@
-"""URDF -> :class:`RobotModel`: reading, validation and our conventions (DESIGN.md §4.1-4.2).
+"""URDF -> :class:`RobotModel`: reading, validation and our conventions (docs/urdf.md).
 
 Every invalid element raises a :class:`ModelError` naming the file, the line, the element and what
 was expected. The reader is our own (see README, design notes): it keeps source lines for messages,

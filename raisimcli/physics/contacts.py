@@ -1,5 +1,5 @@
 """Contacts: the static world (a ground plane, boxes), materials, detection, and what each contact
-contributes to the impulse problem of spec step 4 (DESIGN.md §4.3, docs/contacts.md).
+contributes to the impulse problem of spec step 4 (docs/contacts.md).
 
 A contact ties body A of a robot to B (the ground, a static box, or another robot's body). Its
 frame has the normal n pointing from B to A (the direction A may move freely) and two tangents;

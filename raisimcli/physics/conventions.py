@@ -1,4 +1,4 @@
-"""The one place where Pinocchio's conventions meet ours (DESIGN.md §4.1).
+"""The one place where Pinocchio's conventions meet ours (docs/conventions.md).
 
 Ours: a floating joint's u is [linear velocity of its frame origin in the world, angular velocity
 in the world]; a spherical joint's u is the child's angular velocity relative to the parent,
@@ -183,7 +183,7 @@ class Conventions:
             d[us + 3:us + 6] = quat_log(quat_multiply(q1[qs + 3:qs + 7], _conj(q0[qs + 3:qs + 7])))
         for us, qs in self.spherical:
             # the error of q_t^-1 q_ref lives in the child frame; rotate it into the parent's
-            # joint frame, where u lives (DESIGN.md §4.1)
+            # joint frame, where u lives (docs/conventions.md)
             local = quat_log(quat_multiply(_conj(q0[qs:qs + 4]), q1[qs:qs + 4]))
             d[us:us + 3] = matmul(quat_to_matrix(q0[qs:qs + 4]), local)
         return d

@@ -1,4 +1,4 @@
-"""Which joint rows act in a step (spec step 4, last paragraph; DESIGN.md §4.3).
+"""Which joint rows act in a step (spec step 4, last paragraph; docs/physics.md).
 
 - A position-limit impulse acts on a joint outside its range (a hard stop, restitution 0: it may
   stop the joint, never push it back).
