@@ -19,7 +19,7 @@ def read(*parts):
 
 
 def test_commands():
-    assert COMMANDS == ["compare", "inspect", "run"]
+    assert COMMANDS == ["compare", "export", "inspect", "run"]
 
 
 @pytest.mark.parametrize("name", COMMANDS)

@@ -52,7 +52,7 @@ def test_plain_h5py_layout(tmp_path):
     r = run("run", write(tmp_path, QUAD.format(steps=50)), "-q", "-o", out)
     assert r.exit_code == 0, r.output
     with h5py.File(out, "r") as f:
-        assert f.attrs["format"] == "raisimcli-log" and f.attrs["format_version"] == 1
+        assert f.attrs["format"] == "raisimcli-log" and f.attrs["format_version"] == 2
         assert f.attrs["status"] == "complete" and f.attrs["rows"] == 50
         assert len(f.attrs["scenario_sha256"]) == 64 and "tool_version" in f.attrs
         t = f["time"][()]
@@ -69,7 +69,13 @@ def test_plain_h5py_layout(tmp_path):
             ds = g[f"torque/{source}"]
             assert ds.shape == (50, 18)
             assert ds.dims[0][0] == f["time"]         # the time axis is attached as a scale
+            assert ds.dims[1][0] == g["dof_names"]    # and so is the DoF axis
             assert ds.attrs["names"] == "robots/dog/dof_names"
+            # CF units, one per column where they differ; prose apart
+            assert list(ds.attrs["column_units"][:6]) == ["N"] * 3 + ["N m"] * 3
+            assert "units" not in ds.attrs and ds.attrs["description"]
+        assert list(g["u"].attrs["column_units"][:6]) == ["m s-1"] * 3 + ["rad s-1"] * 3
+        assert g["inverse_dynamics"].keys() if "inverse_dynamics" in g else True
         assert [u.decode() for u in g["force_units"][()]][:6] == ["N"] * 3 + ["N m"] * 3
         assert g["energy/kinetic"].attrs["units"] == "J"
         assert g["actuators/applied"].shape == (50, 12)
@@ -280,3 +286,97 @@ def test_every_shipped_scenario_runs(tmp_path, scenario):
     r = run("run", os.path.join(SCENARIOS, scenario), "-q", "-o", tmp_path / "o.h5",
             "--duration", "0.05")
     assert r.exit_code == 0, r.output
+
+
+def test_every_group_opens_in_xarray_with_labelled_dimensions(tmp_path):
+    """The netCDF view of the log (h5netcdf): every axis of every dataset has a dimension scale,
+    so xarray opens each group; names, shapes and values are those of the log."""
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    out = tmp_path / "stand.h5"
+    r = run("run", os.path.join(SCENARIOS, "quadruped_stand.toml"), "-q", "--duration", "0.05",
+            "-o", out, "--set", "robot.0.inverse_dynamics=true")
+    assert r.exit_code == 0, r.output
+    groups = []
+    with h5py.File(out) as f:
+        f.visititems(lambda name, obj: groups.append(name) if isinstance(obj, h5py.Group) else None)
+        time = f["time"][()]
+        q = f["robots/quadruped/q"][()]
+        tau = f["robots/quadruped/torque/total"][()]
+        force = f["robots/quadruped/inverse_dynamics/force_world"][()]
+        dofs = [d.decode() for d in f["robots/quadruped/dof_names"][()]]
+        n_contacts = f["contacts/position"].shape[0]
+    assert "robots/quadruped/torque" in groups and "contacts" in groups
+    for g in groups:
+        xr.open_dataset(out, engine="h5netcdf", group=g).close()
+    with xr.open_dataset(out, engine="h5netcdf", group="robots/quadruped") as ds:
+        assert ds["q"].dims == ("time", "coordinate_names") and ds["q"].shape == q.shape
+        assert np.array_equal(ds["q"].values, q)
+        assert np.array_equal(ds["time"].values, time)
+    with xr.open_dataset(out, engine="h5netcdf", group="robots/quadruped/torque") as ds:
+        assert ds["total"].dims == ("time", "dof_names")
+        assert list(ds["dof_names"].values) == dofs and np.array_equal(ds["total"].values, tau)
+    with xr.open_dataset(out, engine="h5netcdf", group="robots/quadruped/inverse_dynamics") as ds:
+        assert ds["force_world"].dims == ("time", "joint_names", "xyz")
+        assert np.array_equal(ds["force_world"].values, force)
+    with xr.open_dataset(out, engine="h5netcdf", group="contacts") as ds:
+        assert ds["position"].dims == ("contact", "xyz") and ds.sizes["contact"] == n_contacts
+        assert ds["count"].dims == ("time",) and int(ds["count"].sum()) == n_contacts
+
+
+def test_signals_and_contacts_as_tables(tmp_path):
+    pytest.importorskip("pandas")
+    from raisimcli.log import open_log
+    out = tmp_path / "stand.h5"
+    assert run("run", os.path.join(SCENARIOS, "quadruped_stand.toml"), "-q", "--duration",
+               "0.05", "-o", out).exit_code == 0
+    with open_log(str(out)) as log, h5py.File(out) as f:
+        sig = log.robot("quadruped").signal("torque/damping")
+        df = sig.to_pandas()
+        assert list(df.columns) == [d.decode() for d in f["robots/quadruped/dof_names"][()]]
+        assert np.array_equal(df.index.values, f["time"][()])
+        assert np.array_equal(df.values, f["robots/quadruped/torque/damping"][()])
+        da = sig.to_xarray()
+        assert da.dims == ("time", "dof_names") and da.attrs["column_units"][6] == "N m"
+        contacts = log.contacts()
+        count = f["contacts/count"][()]
+        assert len(contacts) == count.sum()
+        row = int(np.argmax(count))
+        at = contacts[contacts["row"] == row]
+        assert np.array_equal(at[["force_x", "force_y", "force_z"]].values,
+                              log.contacts_at(row)["force"])
+        assert set(at["body_b"]) == {"ground"} and all(at["body_a"].str.startswith("quadruped/"))
+        assert np.allclose(at["time"], f["time"][row])
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_writes_every_signal_as_a_table(tmp_path, fmt):
+    pd = pytest.importorskip("pandas")
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    out = tmp_path / "stand.h5"
+    assert run("run", os.path.join(SCENARIOS, "quadruped_stand.toml"), "-q", "--duration",
+               "0.02", "-o", out).exit_code == 0
+    r = run("export", out, "--format", fmt, "-o", tmp_path / "tables", "--json")
+    assert r.exit_code == 0, r.output
+    import json
+    files = json.loads(r.stdout)["files"]
+    read = pd.read_csv if fmt == "csv" else pd.read_parquet
+    with h5py.File(out) as f:
+        path = tmp_path / "tables" / "quadruped" / f"torque/total.{fmt}"
+        assert str(path) in files
+        df = read(path, index_col=0) if fmt == "csv" else read(path)
+        assert list(df.columns) == [d.decode() for d in f["robots/quadruped/dof_names"][()]]
+        assert np.array_equal(df.values, f["robots/quadruped/torque/total"][()])  # all 17 digits
+        assert np.array_equal(np.asarray(df.index, dtype=float), f["time"][()])
+        contacts = read(tmp_path / "tables" / f"contacts.{fmt}")
+        assert len(contacts) == f["contacts/count"][()].sum()
+
+
+def test_export_without_pandas_says_how_to_install_it(tmp_path, monkeypatch):
+    out = tmp_path / "p.h5"
+    assert run("run", os.path.join(SCENARIOS, "pendulum.toml"), "-q", "--duration", "0.01",
+               "-o", out).exit_code == 0
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    r = run("export", out, "-o", tmp_path / "t")
+    assert r.exit_code == 2 and "pip install pandas" in r.output

@@ -102,16 +102,24 @@ def _open(path: str) -> h5py.File:
 
 
 def _datasets(f: h5py.File, path: str) -> dict[str, h5py.Dataset]:
-    out = {}
+    """Every dataset by path. A dataset reachable by several links (the time axis and the name
+    scales are linked into the groups that use them) is listed once, under its shortest path."""
+    found: dict = {}
 
-    def visit(name, obj):
-        if isinstance(obj, h5py.Dataset):
-            out[name] = obj
+    def visit(name, link):
+        if isinstance(link, h5py.HardLink):
+            obj = f[name]
+            if isinstance(obj, h5py.Dataset):
+                found.setdefault(obj.id, []).append(name)
 
     try:
-        f.visititems(visit)
+        f.visititems_links(visit)
     except (OSError, RuntimeError, KeyError) as e:
         raise LogError(f"{path}: the file is damaged ({_short(e)})") from None
+    out = {}
+    for oid, names in found.items():
+        name = min(names, key=lambda n: (n.count("/"), n))
+        out[name] = f[name]
     return out
 
 
@@ -179,7 +187,9 @@ def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
                 if not any(fnmatch.fnmatchcase(p, g.lstrip("/")) for p in everything):
                     raise UsageError(f"{option} {g!r} matches no dataset or attribute of "
                                      f"{golden} or {new}")
-        time_g = _read_all(dg.get("time"), golden)  # to say when a difference happens
+        # to say when a difference happens (the time axis is linked into several groups, so it is
+        # not always visited under its root name)
+        time_g = _read_all(fg["time"] if "time" in fg else None, golden)
         for path in sorted(set(dg) | set(dn)):
             if not _selected(path, include, exclude):
                 continue

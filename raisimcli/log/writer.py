@@ -38,7 +38,7 @@ from raisimcli.errors import LogError, LogWriteError
 from raisimcli.physics.step.decomposition import SOURCES
 
 FORMAT = "raisimcli-log"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: every axis has a dimension scale; units are CF strings (docs/log.md)
 STATUSES = ("running", "complete", "diverged", "interrupted", "error")
 FLUSH_SECONDS = 2.0   # wall time between two flushes to disk, at most (and after every chunk)
 PARTIAL = ".partial-"  # NAME.h5.partial-PID: the file of a run under way (or killed)
@@ -90,14 +90,22 @@ def sidecar_path(path: str, status: str) -> str:
 @dataclass
 class Channel:
     """One logged dataset: `path` in the file, `shape` of one row (() for a scalar), `read()`
-    returns the row; `names` labels the columns; `units` is an attribute."""
+    returns the row. `dims`: the dimension-scale datasets of the row's axes (the first axis is
+    always `/time`); `units`: one CF/UDUNITS string, or one per column of the first row axis;
+    `description`: prose."""
 
     path: str
     shape: tuple
     read: Callable[[], np.ndarray | float]
-    units: str
+    units: str | list[str]
+    description: str = ""
     dtype: type = np.float64
-    names: str | None = None  # path of the dataset holding the column names
+    dims: tuple = ()
+
+    @property
+    def names(self) -> str | None:
+        """Path of the dataset naming the columns (the first row axis' scale)."""
+        return self.dims[0].lstrip("/") if self.dims else None
 
 
 def _units_of_coordinates(model) -> list[str]:
@@ -110,6 +118,20 @@ def _units_of_coordinates(model) -> list[str]:
         else:
             out.append("m" if j.type == "prismatic" else "rad")
     return out
+
+
+def _units_of_joints(model, linear: str, angular: str, other: str = "1") -> list[str]:
+    """One unit per joint of the model (fixed joints included), by its type."""
+    return [linear if j.type == "prismatic" else angular if j.type in ("revolute", "continuous")
+            else other for j in model.joints]
+
+
+def _set_units(ds, units) -> None:
+    """CF units: one `units` string, or `column_units` (one per column) where columns differ."""
+    if isinstance(units, str) or len(set(units)) == 1:
+        ds.attrs["units"] = units if isinstance(units, str) else units[0]
+    else:
+        ds.attrs["column_units"] = list(units)
 
 
 def _units_of_dofs(model, linear: str, angular: str) -> list[str]:
@@ -170,6 +192,9 @@ class LogWriter:
                                         chunks=(chunk_rows,), track_times=False)
         self.time_ds.attrs["units"] = "s"
         self.time_ds.make_scale("time")
+        self.xyz = f.create_dataset("xyz", data=["x", "y", "z"], dtype=_STR)
+        self.xyz.attrs["description"] = "the components of a vector in the world frame"
+        self.xyz.make_scale("xyz")
         self.closed = False
 
     # --- layout ---------------------------------------------------------------------------------
@@ -182,72 +207,96 @@ class LogWriter:
         g.attrs["urdf_sha256"] = hashlib.sha256(m.urdf_text.encode()).hexdigest()
         g.attrs["base"] = m.base
         g.create_dataset("urdf", data=m.urdf_text, dtype=_STR)
-        g.create_dataset("coordinate_names", data=list(m.coordinate_names), dtype=_STR)
-        g.create_dataset("dof_names", data=list(m.dof_names), dtype=_STR)
-        g.create_dataset("coordinate_units", data=_units_of_coordinates(m), dtype=_STR)
-        g.create_dataset("force_units", data=_units_of_dofs(m, "N", "N m"), dtype=_STR)
-        g.create_dataset("initial_q", data=system.q.copy())
-        g.create_dataset("initial_u", data=system.u.copy())
         p = f"robots/{name}"
+        coord = self._scale(g, "coordinate_names", m.coordinate_names, "the coordinates q")
+        dof = self._scale(g, "dof_names", m.dof_names, "the degrees of freedom (u, forces)")
+        joint = self._scale(g, "joint_names", [j.name for j in m.joints],
+                            "every joint of the model, fixed ones included")
+        for ds_name, data, scale in (
+                ("coordinate_units", _units_of_coordinates(m), coord),
+                ("force_units", _units_of_dofs(m, "N", "N m"), dof)):
+            d = g.create_dataset(ds_name, data=data, dtype=_STR)
+            d.dims[0].attach_scale(scale)
+        for ds_name, data, scale, units in (("initial_q", system.q, coord, _units_of_coordinates(m)),
+                                            ("initial_u", system.u, dof,
+                                             _units_of_dofs(m, "m s-1", "rad s-1"))):
+            d = g.create_dataset(ds_name, data=data.copy())
+            d.dims[0].attach_scale(scale)
+            _set_units(d, units)
         nq, nv = m.nq, m.nv
+        forces = _units_of_dofs(m, "N", "N m")
         ch = self.channels
         if "state" in signals:
-            ch.append(Channel(f"{p}/q", (nq,), lambda: system.q,
-                              "per coordinate: see coordinate_units", names=f"{p}/coordinate_names"))
+            ch.append(Channel(f"{p}/q", (nq,), lambda: system.q, _units_of_coordinates(m),
+                              "generalized coordinates (quaternions w x y z)",
+                              dims=(coord.name,)))
             ch.append(Channel(f"{p}/u", (nv,), lambda: system.u,
-                              "per DoF: m/s or rad/s (world frame for a floating base)",
-                              names=f"{p}/dof_names"))
+                              _units_of_dofs(m, "m s-1", "rad s-1"),
+                              "generalized velocities (world frame for a floating base)",
+                              dims=(dof.name,)))
         if "energy" in signals:
-            ch.append(Channel(f"{p}/energy/kinetic", (), system.get_kinetic_energy, "J"))
-            ch.append(Channel(f"{p}/energy/potential", (), system.get_potential_energy, "J"))
+            ch.append(Channel(f"{p}/energy/kinetic", (), system.get_kinetic_energy, "J",
+                              "1/2 u^T M u"))
+            ch.append(Channel(f"{p}/energy/potential", (), system.get_potential_energy, "J",
+                              "sum of m g z of the moving bodies"))
         if "torque" in signals:
             for source in SOURCES + ("total",):
                 ch.append(Channel(f"{p}/torque/{source}", (nv,),
-                                  (lambda s=source: system.torque[s]),
-                                  "per DoF: see force_units", names=f"{p}/dof_names"))
+                                  (lambda s=source: system.torque[s]), forces,
+                                  f"the joint torque of the step from {source} (docs/log.md)",
+                                  dims=(dof.name,)))
         if "generalized_force" in signals:
             ch.append(Channel(f"{p}/generalized_force", (nv,), system.get_generalized_force,
-                              "per DoF: see force_units", names=f"{p}/dof_names"))
+                              forces, "get_generalized_force(): tau_cmd + tau_act",
+                              dims=(dof.name,)))
         if "actuators" in signals and m.actuators:
-            g.create_dataset("actuator_names", data=[a.name for a in m.actuators], dtype=_STR)
+            act = self._scale(g, "actuator_names", [a.name for a in m.actuators], "the actuators")
             n = len(m.actuators)
-            for field_, units in (("motor_speed", "rad/s"), ("tau_min", "N m"),
+            for field_, units in (("motor_speed", "rad s-1"), ("tau_min", "N m"),
                                   ("tau_max", "N m"), ("commanded", "N m"), ("applied", "N m")):
                 ch.append(Channel(f"{p}/actuators/{field_}", (n,),
                                   (lambda fl=field_: getattr(system.actuator_state, fl)),
-                                  f"{units} (motor side)", names=f"{p}/actuator_names"))
+                                  units, f"{field_.replace('_', ' ')}, motor side",
+                                  dims=(act.name,)))
         if "inverse_dynamics" in signals:
-            g.create_dataset("joint_names", data=[j.name for j in m.joints], dtype=_STR)
             nj = len(m.joints)
             ch.append(Channel(f"{p}/inverse_dynamics/force_world", (nj, 3),
-                              lambda: system.joint_wrenches.force,
-                              "N, world frame: parent on child through the joint",
-                              names=f"{p}/joint_names"))
+                              lambda: system.joint_wrenches.force, "N",
+                              "world frame: the force of the parent on the child through the "
+                              "joint", dims=(joint.name, self.xyz.name)))
             ch.append(Channel(f"{p}/inverse_dynamics/torque_world", (nj, 3),
-                              lambda: system.joint_wrenches.torque,
-                              "N m, world frame, about the joint's position at the step's start",
-                              names=f"{p}/joint_names"))
+                              lambda: system.joint_wrenches.torque, "N m",
+                              "world frame, about the joint's position at the step's start",
+                              dims=(joint.name, self.xyz.name)))
             ch.append(Channel(f"{p}/inverse_dynamics/actuation", (nj,),
                               lambda: system.joint_wrenches.actuation,
-                              "N m or N along the joint axis (NaN: not a 1-DoF joint)",
-                              names=f"{p}/joint_names"))
+                              _units_of_joints(m, "N", "N m"),
+                              "along the joint axis (NaN: not a 1-DoF joint)", dims=(joint.name,)))
         if "constraints" in signals and system.constraints:
-            g.create_dataset("constraint_names", data=[c.name for c in system.constraints],
-                             dtype=_STR)
+            con = self._scale(g, "constraint_names", [c.name for c in system.constraints],
+                              "the loop and mimic constraints")
             nc = len(system.constraints)
+            kinds = [_constraint_units(m, c) for c in system.constraints]
             ch.append(Channel(f"{p}/constraints/impulse", (nc, 3),
-                              lambda: system.constraint_impulses,
-                              "N s: loops, on body1 in the world frame (body2 gets the opposite); "
+                              lambda: system.constraint_impulses, [k[0] for k in kinds],
+                              "loops: on body1 in the world frame (body2 gets the opposite); "
                               "mimic: the follower's generalized impulse in entry 0",
-                              names=f"{p}/constraint_names"))
+                              dims=(con.name, self.xyz.name)))
             ch.append(Channel(f"{p}/constraints/error", (nc, 3),
-                              lambda: system.constraint_errors,
-                              "m or rad at the step's start: pin p1 - p2 (world), equality "
+                              lambda: system.constraint_errors, [k[1] for k in kinds],
+                              "at the step's start: pin p1 - p2 (world), equality "
                               "a_i . (p1 - p2), mimic q_f - m q_l - c in entry 0",
-                              names=f"{p}/constraint_names"))
+                              dims=(con.name, self.xyz.name)))
         if "solver" in signals:
             ch.append(Channel(f"{p}/solver/iterations", (), lambda: system.solver_iterations,
-                              "1", dtype=np.int32))
+                              "1", "sweeps of the impulse solver", dtype=np.int32))
+
+    def _scale(self, group, name: str, values, description: str) -> h5py.Dataset:
+        """A dataset of names that is the dimension scale of an axis (netCDF's dimension)."""
+        d = group.create_dataset(name, data=list(values) or [""], dtype=_STR)
+        d.attrs["description"] = description
+        d.make_scale(name)
+        return d
 
     def add_contacts(self, world) -> None:
         """Log the world's contacts: per row a count and the offset of its first contact, and flat
@@ -266,24 +315,37 @@ class LogWriter:
     def _create_contact_datasets(self) -> None:
         g = self.f.create_group("contacts")
         kw = {"compression": self.compression, "shuffle": True} if self.compression else {}
-        spec = {"count": ((), np.int32, "1"), "start": ((), np.int64, "1"),
-                "position": ((3,), np.float64, "m, world frame"),
-                "normal": ((3,), np.float64, "1, world frame, from B to A"),
-                "impulse_world": ((3,), np.float64, "N s on A, world frame (B gets the opposite)"),
-                "impulse_contact": ((3,), np.float64, "N s on A in the contact frame (t1, t2, n)"),
-                "force": ((3,), np.float64, "N on A, world frame: impulse / dt"),
-                "penetration": ((), np.float64, "m"),
-                "body_a": ((), np.int32, "index into body_names"),
-                "body_b": ((), np.int32, "index into body_names")}
+        # one entry per contact along the axis `contact`; `start` and `count` index it per row
+        self._contact_index = g.create_dataset("contact", shape=(0,), maxshape=(None,),
+                                               dtype=np.int64, chunks=(self.chunk_rows,),
+                                               track_times=False)
+        self._contact_index.attrs["description"] = "contact number, from 0"
+        self._contact_index.make_scale("contact")
+        g["time"] = self.time_ds  # the time coordinate of count and start (a hard link)
+        g["xyz"] = self.xyz
+        spec = {"count": ((), np.int32, "1", "contacts of the row"),
+                "start": ((), np.int64, "1", "index of the row's first contact"),
+                "position": ((3,), np.float64, "m", "world frame"),
+                "normal": ((3,), np.float64, "1", "world frame, from B to A"),
+                "impulse_world": ((3,), np.float64, "N s",
+                                  "on A, world frame (B gets the opposite)"),
+                "impulse_contact": ((3,), np.float64, "N s",
+                                    "on A in the contact frame (t1, t2, n)"),
+                "force": ((3,), np.float64, "N", "on A, world frame: impulse / dt"),
+                "penetration": ((), np.float64, "m", "depth, 0 when apart"),
+                "body_a": ((), np.int32, "1", "index into body_names"),
+                "body_b": ((), np.int32, "1", "index into body_names")}
         self._contact_ds = {}
-        for name, (shape, dtype, units) in spec.items():
+        for name, (shape, dtype, units, description) in spec.items():
             per_row = name in ("count", "start")
             ds = g.create_dataset(name, shape=(0,) + shape, maxshape=(None,) + shape, dtype=dtype,
                                   chunks=(self.chunk_rows,) + shape, track_times=False, **kw)
             ds.attrs["units"] = units
-            if per_row:
-                ds.dims[0].attach_scale(self.time_ds)
-                ds.dims[0].label = "time"
+            ds.attrs["description"] = description
+            ds.dims[0].attach_scale(self.time_ds if per_row else self._contact_index)
+            ds.dims[0].label = "time" if per_row else "contact"
+            if shape:
+                ds.dims[1].attach_scale(self.xyz)
             self._contact_ds[name] = ds
 
     def start(self) -> None:
@@ -296,11 +358,21 @@ class LogWriter:
             chunks = (self.chunk_rows,) + tuple(max(n, 1) for n in c.shape)
             ds = self.f.create_dataset(c.path, shape=shape, maxshape=maxshape, dtype=c.dtype,
                                        chunks=chunks, track_times=False, **kw)
-            ds.attrs["units"] = c.units
+            _set_units(ds, c.units)
+            if c.description:
+                ds.attrs["description"] = c.description
             if c.names:
                 ds.attrs["names"] = c.names  # path of the dataset naming the columns
             ds.dims[0].attach_scale(self.time_ds)
             ds.dims[0].label = "time"
+            for axis, scale in enumerate(c.dims, start=1):
+                ds.dims[axis].attach_scale(self.f[scale])
+            # every coordinate of the dataset also in its own group (hard links, no copies), so
+            # that a netCDF reader opening the group alone sees the time values and the names
+            for scale in (self.time_ds.name,) + tuple(c.dims):
+                base = scale.rsplit("/", 1)[-1]
+                if base not in ds.parent:
+                    ds.parent[base] = self.f[scale]
             self._pending.append([])
             self._datasets.append(ds)
         self._reads = [c.read for c in self.channels]
@@ -310,6 +382,9 @@ class LogWriter:
             # created now, filled at close: no dataset may be created once readers may look
             self._body_names_ds = self.f["contacts"].create_dataset(
                 "body_names", shape=(0,), maxshape=(None,), chunks=(64,), dtype=_STR)
+            self._body_names_ds.attrs["description"] = ("the bodies in contact: robot/link, "
+                                                        "'ground' or a static box's name")
+            self._body_names_ds.make_scale("body_names")
         self._guard(self._start_swmr)
         self._last_flush = time.monotonic()
 
@@ -400,6 +475,8 @@ class LogWriter:
         flat = [c for rows in self._contact_rows for c in rows]
         k0, k = self._contact_total, len(flat)
         if k:
+            self._contact_index.resize((k0 + k,))
+            self._contact_index[k0:] = np.arange(k0, k0 + k)
             cols = list(zip(*flat))
             for i, name in enumerate(("position", "normal", "impulse_world", "impulse_contact",
                                       "force", "penetration", "body_a", "body_b")):
@@ -455,4 +532,14 @@ def _reason(e: BaseException) -> str:
     if "errno = 27" in text:
         return os.strerror(_errno.EFBIG)
     return text.split("\n")[0][:200] or type(e).__name__
+
+
+def _constraint_units(model, c) -> tuple[str, str]:
+    """(impulse units, error units) of a constraint: a loop's are N s and m; a mimic's are the
+    follower's generalized impulse and coordinate (N m s and rad for a revolute joint)."""
+    follower = getattr(c, "follower", None)
+    if follower is None:
+        return "N s", "m"
+    prismatic = model.joint(follower).type == "prismatic"
+    return ("N s", "m") if prismatic else ("N m s", "rad")
 
