@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from raisimcli.cli.output import check_writable, emit
@@ -77,9 +78,9 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
     time axis), then values within tolerance.
 
     Exit codes: 0 within tolerance (or --update); 1 different; 2 unreadable input or usage."""
-    from raisimcli.cli.main import report_errors, stderr
+    from raisimcli.cli.main import report_errors, stdout
 
-    @report_errors
+    @report_errors(json_output=as_json)
     def go():
         if junit_xml:  # every argument is checked before the comparison
             check_writable(junit_xml, "--junit-xml")
@@ -95,27 +96,28 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
             emit(json.dumps(_as_dict(c), indent=2))
         elif not quiet:
             shown = sorted(c.results, key=lambda r: r.ok)[:max_report]
-            t = Table(title=f"{golden} vs {new}", title_justify="left")
+            t = Table(title=escape(f"{golden} vs {new}"), title_justify="left")
             for col in ("dataset", "status", "max abs err", "max rel err", "failing", "where",
                         "tolerance / reason"):
                 t.add_column(col, overflow="fold")
             for r in shown:
                 style = "green" if r.ok else "red"
                 tol = f"rtol {r.tolerance.rtol:g}, atol {r.tolerance.atol:g}" if r.tolerance else ""
-                t.add_row(r.path, f"[{style}]{r.status}[/]", f"{r.max_abs:.3g}",
-                          f"{r.max_rel:.3g}", str(r.failing), r.where, r.reason or tol)
-            stderr.print(t)
+                t.add_row(escape(r.path), f"[{style}]{r.status}[/]", f"{r.max_abs:.3g}",
+                          f"{r.max_rel:.3g}", str(r.failing), escape(r.where),
+                          escape(r.reason or tol))
+            stdout.print(t)
             if len(c.results) > len(shown):
-                stderr.print(f"... {len(c.results) - len(shown)} more datasets "
+                stdout.print(f"... {len(c.results) - len(shown)} more datasets "
                              "(--max-report)")
             for a in c.attributes:
-                stderr.print(f"[red]attribute differs:[/] {a}", highlight=False)
+                stdout.print(f"[red]attribute differs:[/] {escape(a)}", highlight=False)
         if not as_json:
-            click.echo(summary, err=True)
+            click.echo(summary)
         if update:
             update_golden(golden, new)
             if not as_json:
-                click.echo(f"updated: {golden} is now a copy of {new}", err=True)
+                click.echo(f"updated: {golden} is now a copy of {new}")
             return
         if not c.ok:
             raise SystemExit(1)

@@ -3,6 +3,7 @@ dataframe tools."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 
@@ -19,11 +20,8 @@ def export_log(log_path: str, folder: str, fmt: str) -> list[str]:
     from raisimcli.log import open_log
     from raisimcli.log.reader import _optional
     _optional("pandas", "pandas")
-    if fmt == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise UsageError("--format parquet needs pyarrow: pip install pyarrow") from None
+    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:  # pandas' parquet engine
+        raise UsageError("--format parquet needs pyarrow: pip install pyarrow")
     ext = "csv" if fmt == "csv" else "parquet"
     written: list[str] = []
 
@@ -62,15 +60,15 @@ def export_command(log, fmt, folder, as_json, quiet):
     signal with a time column (needs pandas: pip install pandas).
 
     Exit codes: 0 written; 2 unreadable log, or pandas / pyarrow missing."""
-    from raisimcli.cli.main import report_errors, stderr
+    from raisimcli.cli.main import report_errors, stdout
     from raisimcli.cli.output import emit
 
-    @report_errors
+    @report_errors(json_output=as_json)
     def go():
         files = export_log(log, folder, fmt)
         if as_json:
             emit(json.dumps({"log": log, "format": fmt, "files": files}, indent=2))
         elif not quiet:
-            stderr.print(f"wrote {len(files)} {fmt} files into {folder}", markup=False)
+            stdout.print(f"wrote {len(files)} {fmt} files into {folder}", markup=False)
 
     go()

@@ -35,9 +35,9 @@ def _limits(j: dict) -> str:
     return f"[{_fmt(j['lower'])}, {_fmt(j['upper'])}]"
 
 
-def render(s: dict, console: Console) -> None:
-    """The summary as a tree and tables. Every string from the file goes through `escape`: a
-    name like `a[/]b` is text, not rich markup."""
+def render(s: dict, console: Console, warnings: Console, verbose: bool = False) -> None:
+    """The summary as a tree and tables on `console`, the warnings on `warnings`. Every string
+    from the file goes through `escape`: a name like `a[/]b` is text, not rich markup."""
     e = escape
     console.print(f"[bold]{e(s['name'])}[/]  {e(s['file'])}")
     console.print(f"base: [bold]{s['base']}[/]   root link: {e(s['root_link'])}   nq = {s['nq']}   "
@@ -110,12 +110,17 @@ def render(s: dict, console: Console) -> None:
             console.print("nominal config: " + " ".join(f"{x:.6g}" for x in s["nominal_config"]))
 
     console.print("coordinates q: " + ", ".join(e(c) for c in s["coordinates"]))
+    if verbose:
+        for k, body in enumerate(s["bodies"]):
+            console.print(f"body {k}: " + ", ".join(e(b) for b in body))
+        for f in s.get("files", []):
+            console.print(f"read: {e(f)}")
     outside = [c["mesh"] for link in s["links"] for c in link["collisions"]
                if c.get("outside_model_folder")]
     for mesh in dict.fromkeys(outside):
         console.print(f"[yellow]mesh outside the model's folder:[/] {e(mesh)}")
     for w in s["warnings"]:
-        console.print(f"[yellow]warning:[/] {e(warning_line(w))}")
+        warnings.print(f"[yellow]warning:[/] {e(warning_line(w))}")
     if not s["warnings"]:
         console.print("[green]no problems found[/]")
 
@@ -131,20 +136,26 @@ def render(s: dict, console: Console) -> None:
               help="An argument of a .xacro file (repeatable).")
 @click.option("--max-joints", type=click.IntRange(min=1), default=None,
               help="Refuse models with more moving joints (default 200).")
+@click.option("-W", "--ignore-warning", "ignore", multiple=True, metavar="CODE",
+              help="Do not report warnings with this code (repeatable; codes in docs/urdf.md).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the model summary as JSON on stdout (schema raisimcli-inspect v2).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only warnings and errors.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Also list the rigid bodies (merged links) and every file read.")
 def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple[str, ...],
-                    max_joints: int | None, as_json: bool, quiet: bool) -> None:
+                    max_joints: int | None, ignore: tuple[str, ...], as_json: bool, quiet: bool,
+                    verbose: bool) -> None:
     """Show what the simulator makes of a URDF: tree, joints, limits, dynamics, actuators, loop
-    constraints, coordinate layout, masses and the problems found."""
-    from raisimcli.cli.main import report_errors, stderr
+    constraints, coordinate layout, masses and the problems found. The report goes to stdout,
+    warnings and errors to stderr."""
+    from raisimcli.cli.main import report_errors, stderr, stdout
     from raisimcli.errors import ModelError
     from raisimcli.model import load_urdf  # heavy: load on use
     from raisimcli.model.summary import summarize
     from raisimcli.physics.collision import check_geometry
 
-    @report_errors
+    @report_errors(json_output=as_json)
     def go():
         args = {}
         for a in xacro_args:
@@ -155,6 +166,7 @@ def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple
         # the reader also builds the dynamics, and the collision shapes are built as a run with
         # contacts builds them: what run would refuse is refused here
         model = load_urdf(urdf, base=base, strict=strict, xacro_args=args or None,
+                          ignore_warnings=ignore,
                           **({"max_joints": max_joints} if max_joints else {}))
         check_geometry(model)
         s = summarize(model)
@@ -164,6 +176,6 @@ def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple
             for w in s["warnings"]:
                 stderr.print(f"[yellow]warning:[/] {escape(warning_line(w))}")
         else:
-            render(s, stderr)
+            render(s, stdout, stderr, verbose)
 
     go()

@@ -12,23 +12,46 @@ from rich.console import Console
 from raisimcli import __version__
 from raisimcli.errors import RaisimcliError
 
-# wide enough for the joint table when stderr is a file or a pipe
+# A command's result (inspect's report, run's summary, compare's table) goes to stdout, so that it
+# can be piped and grepped; progress, warnings and errors go to stderr. Both are wide enough for
+# the joint table when they are a file or a pipe.
+stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 stderr = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
 
 
-def report_errors(fn):
-    """Map raisimcli's errors to one line on stderr and their exit code; no traceback."""
+def error_object(e: RaisimcliError) -> dict:
+    """The JSON form of an error, printed on stdout under --json (docs/cli.md)."""
+    detail = {"type": type(e).__name__, "message": str(e)}
+    for key in ("file", "line", "element"):
+        if getattr(e, key, None) is not None:
+            detail[key] = getattr(e, key)
+    return {"error": detail, "exit_code": e.exit_code}
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except RaisimcliError as e:
-            # plain click.echo: one unwrapped line, and no rich markup read into the message
-            click.echo(f"{click.style('error:', fg='red', bold=True)} {e}", err=True)
-            sys.exit(e.exit_code)
 
-    return wrapper
+def report_errors(fn=None, *, json_output: bool = False):
+    """Map raisimcli's errors to one line on stderr and their exit code; no traceback. With
+    `json_output`, stdout gets the error as a JSON object too, so that it is always JSON."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except RaisimcliError as e:
+                # plain click.echo: one unwrapped line, and no rich markup read into the message
+                click.echo(f"{click.style('error:', fg='red', bold=True)} {e}", err=True)
+                if json_output:
+                    import json
+                    from raisimcli.cli.output import emit
+                    try:
+                        emit(json.dumps(error_object(e), indent=2))
+                    except RaisimcliError:
+                        pass
+                sys.exit(e.exit_code)
+
+        return wrapper
+
+    return decorate(fn) if fn is not None else decorate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -28,22 +28,35 @@ from raisimcli.errors import ControllerError
               help="Refuse a URDF that gives warnings (see `raisimcli inspect`).")
 @click.option("--max-joints", type=click.IntRange(min=1), default=None,
               help="Refuse models with more moving joints (default 200).")
+@click.option("-W", "--ignore-warning", "ignore", multiple=True, metavar="CODE",
+              help="Do not report URDF warnings with this code (repeatable).")
+@click.option("--no-clobber", is_flag=True,
+              help="Refuse to run when the log file exists already (default: replace it).")
+@click.option("-v", "--verbose", is_flag=True, help="Also list every file the run reads.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
-def run_command(scenario, output, duration, overrides, strict, max_joints, as_json, quiet):
+def run_command(scenario, output, duration, overrides, strict, max_joints, ignore, no_clobber,
+                verbose, as_json, quiet):
     """Simulate SCENARIO (TOML) and write an HDF5 log.
 
     Exit codes: 0 complete; 1 diverged, a controller raised or the log could not be written;
     2 bad input; 130 interrupted by SIGINT, SIGTERM or SIGHUP (the log is kept, with status
     `interrupted`). A run that does not complete never replaces a complete log: its log goes
     beside it (NAME.interrupted.h5, NAME.diverged.h5, NAME.error.h5)."""
-    from raisimcli.cli.main import report_errors, stderr
+    from raisimcli.cli.main import report_errors, stderr, stdout
+    from raisimcli.errors import UsageError
     from raisimcli.scenario import load_scenario, run  # heavy (Pinocchio, numba): load on use
 
-    @report_errors
+    @report_errors(json_output=as_json)
     def go():
         scn = load_scenario(scenario, tuple(overrides), duration=duration, log_path=output,
-                            strict=strict, **({"max_joints": max_joints} if max_joints else {}))
+                            strict=strict, ignore_warnings=ignore,
+                            **({"max_joints": max_joints} if max_joints else {}))
+        if no_clobber and os.path.exists(scn.log_path):
+            raise UsageError(f"--no-clobber: the log {scn.log_path} exists already")
+        if verbose and not as_json:
+            for f in scn.inputs:
+                stderr.print(f"reads: {escape(f)}")
         show = not quiet and not as_json
         progress = None
         if show:
@@ -93,7 +106,7 @@ def run_command(scenario, output, duration, overrides, strict, max_joints, as_js
             "real_time_factor": result.sim_time / max(result.wall_time, 1e-9),
             "final_energy": {k: {"kinetic": v[0], "potential": v[1]}
                              for k, v in result.final_energy.items()},
-            "warnings": result.warnings, "kept": result.kept,
+            "warnings": result.warnings, "kept": result.kept, "replaced": result.replaced,
         }
         if as_json:
             emit(json.dumps(summary, indent=2))
@@ -102,6 +115,8 @@ def run_command(scenario, output, duration, overrides, strict, max_joints, as_js
             t.add_row("log", escape(result.log_path))
             if result.kept:
                 t.add_row("kept", f"{escape(result.kept)} (a complete log, not replaced)")
+            if result.replaced:
+                t.add_row("replaced", "the log that was at this path before")
             t.add_row("simulated", f"{result.sim_time:.6g} s in {result.steps} steps")
             t.add_row("wall time", f"{result.wall_time:.3f} s")
             t.add_row("steps per second", f"{summary['steps_per_second']:.0f}")
@@ -109,7 +124,7 @@ def run_command(scenario, output, duration, overrides, strict, max_joints, as_js
             for name, (ke, pe) in result.final_energy.items():
                 t.add_row(f"{escape(name)} energy",
                           f"kinetic {ke + 0.0:.6g} J, potential {pe + 0.0:.6g} J")
-            stderr.print(t)
+            stdout.print(t)
             for wmsg in result.warnings:
                 stderr.print(f"[yellow]warning:[/] {escape(str(wmsg))}", markup=True,
                              highlight=False)

@@ -159,6 +159,7 @@ class LogWriter:
         self.tmp_path = f"{self.path}{PARTIAL}{os.getpid()}"
         self.failed = False
         self.replaced = None  # the complete log kept at the path, when this run did not complete
+        self.overwrote = False  # a file was at the final path and was replaced
         try:
             # libver latest: SWMR (see the module's docstring); rdcc_nbytes 0: whole chunks are
             # written at once, so HDF5's chunk cache would only grow the memory
@@ -497,6 +498,7 @@ class LogWriter:
         if status != "complete" and is_complete_log(self.path):
             self.replaced = self.path
             self.path = sidecar_path(self.path, status)
+        self.overwrote = os.path.exists(self.path)
         self._guard(os.replace, self.tmp_path, self.path)
         self.closed = True
         return self.path

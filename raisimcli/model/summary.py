@@ -90,6 +90,7 @@ def summarize(model: RobotModel) -> dict:
         "bodies": [list(b) for b in model.bodies],
         "links": links, "joints": joints, "actuators": actuators, "constraints": constraints,
         "nominal_config": _vec(model.nominal_config),
+        "files": list(model.files),
         "warnings": [{"code": w.code, "file": w.file, "line": w.line, "element": w.element,
                       "message": w.message} for w in model.warnings],
     }

@@ -50,6 +50,12 @@ GEOMETRY_TAGS = ("box", "sphere", "cylinder", "capsule", "mesh")
 DEFAULT_MAX_JOINTS = 200
 # no robot link is heavier or larger than this; such a value is a typo or a unit mix-up (and it
 # would swamp every relative test of the mass matrix)
+# the codes of the reader's warnings (docs/urdf.md, "Warnings")
+WARNING_CODES = ("zero-velocity-limit", "zero-effort-limit", "empty-position-range",
+                 "inverted-position-range", "no-limit-element", "inertia-projected",
+                 "inertia-triangle", "collision-dropped", "geometry-extra-shapes",
+                 "mimic-on-fixed-joint", "spherical-friction", "world-mass", "massless-joint",
+                 "singular-mass-matrix")
 MAX_MASS = 1e6          # kg
 MAX_INERTIA = 1e6       # kg m^2
 # an inertia tensor's smallest eigenvalue may be below zero by this fraction of the largest (CAD
@@ -59,13 +65,15 @@ INERTIA_MARGIN = 1e-6
 
 def load_urdf(path: str, base: str | None = None, *, strict: bool = False,
               xacro_args: dict[str, str] | None = None,
-              max_joints: int = DEFAULT_MAX_JOINTS) -> RobotModel:
+              max_joints: int = DEFAULT_MAX_JOINTS, ignore_warnings=()) -> RobotModel:
     """Read and validate a URDF file (a `.xacro` file is expanded first, with `xacro_args`).
 
     `base`: None (RaiSim's rule: a root link named `world` makes a fixed base, anything else
     floating), "fixed" or "floating". `strict`: every warning (an interpretation of the file, see
     docs/urdf.md) is an error instead. `max_joints`: a model with more moving joints is refused
-    before its dynamics are built."""
+    before its dynamics are built. `ignore_warnings`: warning codes to drop (neither reported
+    nor, with `strict`, errors)."""
+    check_warning_codes(ignore_warnings)
     path = os.fspath(path)
     if path.endswith(".xacro"):
         text = expand_xacro(path, xacro_args or {})
@@ -77,7 +85,18 @@ def load_urdf(path: str, base: str | None = None, *, strict: bool = False,
         root = parse_xml_file(path, "URDF")
         with open(path, "rb") as f:
             text = f.read().decode("utf-8", errors="replace")
-    return _UrdfReader(path, max_joints).read(root, text, base, strict)
+    return _UrdfReader(path, max_joints, ignore_warnings).read(root, text, base, strict)
+
+
+def check_warning_codes(codes) -> None:
+    """Every code one of WARNING_CODES, or a ModelError naming the unknown one."""
+    import difflib
+    for code in codes:
+        if code not in WARNING_CODES:
+            close = difflib.get_close_matches(code, WARNING_CODES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ModelError(f"unknown warning code {code!r}{hint} (codes: "
+                             f"{', '.join(WARNING_CODES)})")
 
 
 def load_urdf_string(text: str, path: str = "<string>", base: str | None = None, *,
@@ -114,8 +133,9 @@ def expand_xacro(path: str, args: dict[str, str]) -> str:
 
 
 class _UrdfReader(AttributeReader):
-    def __init__(self, path: str, max_joints: int = DEFAULT_MAX_JOINTS):
+    def __init__(self, path: str, max_joints: int = DEFAULT_MAX_JOINTS, ignore_warnings=()):
         super().__init__(path)
+        self.ignore = set(ignore_warnings)
         self.dir = os.path.dirname(os.path.abspath(path))
         self.warnings: list[ModelWarning] = []
         self.max_joints = max_joints
@@ -177,6 +197,7 @@ class _UrdfReader(AttributeReader):
             actuators=actuators, constraints=constraints, nominal_config=nominal)
         # the dynamics must be buildable (a joint that moves no mass is an error)
         self.warnings += singular_pose_warnings(model, build_pinocchio_model(model))
+        self.warnings = [w for w in self.warnings if w.code not in self.ignore]
         if strict and self.warnings:
             first = self.warnings[0]
             more = "".join(f"\n  {w}" for w in self.warnings[1:])

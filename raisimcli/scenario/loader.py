@@ -176,10 +176,11 @@ def apply_override(data: dict, assignment: str, path: str) -> None:
 
 def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | None = None,
                   log_path: str | None = None, strict: bool = False,
-                  max_joints: int = DEFAULT_MAX_JOINTS) -> ResolvedScenario:
+                  max_joints: int = DEFAULT_MAX_JOINTS, ignore_warnings=()) -> ResolvedScenario:
     """Read, validate and resolve a scenario file. `strict`: the robots' URDF warnings are
-    errors (see docs/urdf.md, Warnings); `max_joints`: the largest model accepted. The log path
-    is checked too (it may not be one of the run's inputs), before anything runs."""
+    errors (see docs/urdf.md, Warnings); `max_joints`: the largest model accepted;
+    `ignore_warnings`: URDF warning codes to drop. The log path is checked too (it may not be one
+    of the run's inputs), before anything runs."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -211,7 +212,8 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
     base = os.path.dirname(os.path.abspath(path))
     robots = []
     for i, r in enumerate(spec.robot):
-        robots.append(_resolve_robot(path, base, i, r, spec, strict, max_joints))
+        robots.append(_resolve_robot(path, base, i, r, spec, strict, max_joints,
+                                     tuple(ignore_warnings)))
     names = [r.name for r in robots]
     for i, n in enumerate(names):
         if names.count(n) > 1:
@@ -267,7 +269,7 @@ def _per_joint(value, names: tuple[str, ...], where: str, what: str) -> np.ndarr
 
 
 def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
-                   max_joints: int = DEFAULT_MAX_JOINTS) -> ResolvedRobot:
+                   max_joints: int = DEFAULT_MAX_JOINTS, ignore_warnings=()) -> ResolvedRobot:
     where = f"{path}: robot[{i}]"
     urdf = r.urdf if os.path.isabs(r.urdf) else os.path.join(base, r.urdf)
     if not os.path.isfile(urdf):
@@ -276,7 +278,7 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
         raise ScenarioError(f"{where}.xacro_args: {r.urdf!r} is not a .xacro file")
     # a ModelError names the URDF file and element
     model = load_urdf(urdf, base=r.base, strict=strict, xacro_args=r.xacro_args or None,
-                      max_joints=max_joints)
+                      max_joints=max_joints, ignore_warnings=ignore_warnings)
     name = r.name if r.name is not None else model.name
     if not ROBOT_NAME.fullmatch(name):
         source = "" if r.name else f" (the URDF's robot name; set robot[{i}].name)"

@@ -31,6 +31,7 @@ class RunResult:
     final_energy: dict = field(default_factory=dict)   # robot -> (kinetic, potential)
     warnings: list = field(default_factory=list)
     kept: str | None = None     # a complete log at the requested path, left in place
+    replaced: bool = False      # an earlier file at the log's path was replaced
 
     @property
     def sim_time(self) -> float:
@@ -237,7 +238,8 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
         writer.close("error", f"{type(e).__name__}: {e}")
         raise
     result = RunResult(status=status, steps=k, dt=dt, wall_time=wall, log_path=writer.path,
-                       message=message, warnings=warnings, kept=writer.replaced)
+                       message=message, warnings=warnings, kept=writer.replaced,
+                       replaced=writer.overwrote)
     for d in drivers:
         s = d.system
         result.final_energy[s.name] = (s.get_kinetic_energy(), s.get_potential_energy())
