@@ -29,6 +29,30 @@ class ModelError(RaisimcliError):
         super().__init__(f"{where}{elem}{message}")
 
 
+class ModelErrors(ModelError):
+    """Several independent errors of one file, reported at once: the first one's file, line and
+    element, and every error on a line of its own."""
+
+    def __init__(self, errors: list[ModelError]):
+        first = errors[0]
+        super().__init__(first.detail, file=first.file, line=first.line, element=first.element)
+        self.errors = list(errors)
+        self.args = ("\n".join(str(e) for e in errors),)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+MAX_ERRORS = 20  # independent errors reported at once from one file
+
+
+def did_you_mean(word: str, candidates) -> str:
+    """'; did you mean 'x'?' for the closest candidate, or ''."""
+    import difflib
+    close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 class ScenarioError(RaisimcliError):
     """An invalid scenario file: names the file, the key path and expected vs. got."""
 

@@ -176,7 +176,7 @@ def test_broken_urdf_exit_2_one_message(tmp_path, case):
     assert r.exit_code == 2, (name, r.output)
     assert "Traceback" not in r.output
     lines = [line for line in r.output.strip().splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), r.output
+    assert lines[0].startswith("error:") and all(str(p) in x for x in lines), r.output
     assert str(p) in lines[0]  # names the file ...
     if fragment is not None:  # ... and says what was expected
         assert fragment in lines[0], r.output
@@ -307,3 +307,21 @@ def test_odd_xml_declarations_are_read_with_the_right_lines(tmp_path, declaratio
     r = run("inspect", str(p))
     line = broken.splitlines().index(next(x for x in broken.splitlines() if "-0.5" in x)) + 1
     assert r.exit_code == 2 and f"{p}:{line}: <mass>:" in r.output, r.output
+
+
+def test_independent_urdf_errors_are_reported_at_once_with_suggestions(tmp_path):
+    text = BASE.replace('<mass value="0.5"/>', '<mass value="-0.5"/>', 1)
+    text = text.replace('<parent link="a"/><child link="b"/>', '<parent link="aa"/><child link="b"/>', 1)
+    text = text.replace('name="j1" type="revolute"', 'name="j1" type="revolut"', 1)
+    p = tmp_path / "three.urdf"
+    p.write_text(text)
+    r = run("inspect", str(p))
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = [x for x in r.output.strip().splitlines() if x.strip()]
+    assert len(lines) == 3, r.output
+    assert all(f"{p}:" in x for x in lines)
+    assert any("mass must be >= 0" in x for x in lines)
+    assert any("parent link 'aa' is not a <link> of this robot; did you mean 'a'?" in x
+               for x in lines)
+    assert any("unknown joint type 'revolut'" in x and "did you mean 'revolute'?" in x
+               for x in lines)

@@ -126,9 +126,9 @@ def test_mutated_scenario_exit_2(scenario_dir, case):
     assert r.exit_code == 2, (name, r.output)
     assert "Traceback" not in r.output
     lines = [line for line in r.output.strip().splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), r.output
-    assert str(p) in lines[0], r.output
-    assert fragment in lines[0], r.output
+    assert lines[0].startswith("error:"), r.output
+    assert all(str(p) in line for line in lines), r.output  # every error names the file
+    assert any(fragment in line for line in lines), r.output
     assert not out.exists()  # nothing written on bad input
 
 
@@ -150,3 +150,17 @@ def test_set_override_errors(scenario_dir):
 def test_missing_scenario_file(tmp_path):
     r = run("run", str(tmp_path / "none.toml"))
     assert r.exit_code == 2 and "scenario file not found" in r.output
+
+
+def test_independent_errors_are_reported_at_once_with_suggestions(scenario_dir):
+    text = BASE.replace("[world]", "[world]\ngravty = [0.0, 0.0, -9.81]", 1)
+    assert "dt = " in text
+    text = text.replace("dt = ", 'dt = "x" #', 1)
+    p = scenario_dir / "s.toml"
+    p.write_text(text)
+    r = run("run", str(p), "-q")
+    assert r.exit_code == 2
+    lines = [line for line in r.output.strip().splitlines() if line.strip()]
+    assert len(lines) == 2, r.output
+    assert any("world.gravty: unknown key; did you mean 'gravity'?" in x for x in lines)
+    assert any("world.dt" in x for x in lines)

@@ -48,6 +48,15 @@ def main() -> None:
 
 
 def _interrupted(e: BaseException) -> None:
+    """A signal before the run loop took the signals over: nothing was written. The process
+    ends at once (os._exit): an interrupt inside an import can leave a library half initialised,
+    and its clean-up at interpreter exit must not be able to hang the command."""
+    import os
     name = getattr(e, "signal_name", "SIGINT")
     print(f"interrupted by {name}; nothing was written", file=sys.stderr)
-    sys.exit(EXIT_INTERRUPTED)
+    for stream in (sys.stderr, sys.stdout):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(EXIT_INTERRUPTED)

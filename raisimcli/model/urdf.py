@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 from lxml import etree
 
-from raisimcli.errors import ModelError
+from raisimcli.errors import MAX_ERRORS, ModelError, ModelErrors, did_you_mean
 from raisimcli.linalg import (
     congruence,
     cross,
@@ -154,28 +154,38 @@ class _UrdfReader(AttributeReader):
             raise self.error(root, "expected the root element <robot>")
         if base not in (None, "fixed", "floating"):
             raise ModelError(f"base must be 'fixed' or 'floating', got {base!r}", file=self.path)
+        # the links and joints are read one by one and their errors collected, so that a file
+        # with several independent mistakes shows them all at once
+        errors: list[ModelError] = []
         links: dict[str, Link] = {}
         link_els: dict[str, etree._Element] = {}
         for el in root.findall("link"):
-            name = self.string(el, "name")
-            if name in links:
-                raise self.error(el, f"duplicate link name {name!r} (first at line "
-                                     f"{link_els[name].sourceline})")
-            links[name] = self.link(el)
-            link_els[name] = el
-        if not links:
+            try:
+                name = self.string(el, "name")
+                if name in link_els:
+                    raise self.error(el, f"duplicate link name {name!r} (first at line "
+                                         f"{link_els[name].sourceline})")
+                link_els[name] = el
+                links[name] = self.link(el)
+            except ModelError as e:
+                errors.append(e)
+        if not link_els:
             raise self.error(root, "a robot needs at least one <link>")
-        self.check_inertias(links, link_els)
-
         joints: list[Joint] = []
         joint_els: dict[str, etree._Element] = {}
         for el in root.findall("joint"):
-            name = self.string(el, "name")
-            if name in joint_els:
-                raise self.error(el, f"duplicate joint name {name!r} (first at line "
-                                     f"{joint_els[name].sourceline})")
-            joint_els[name] = el
-            joints.append(self.joint(el, links))
+            try:
+                name = self.string(el, "name")
+                if name in joint_els:
+                    raise self.error(el, f"duplicate joint name {name!r} (first at line "
+                                         f"{joint_els[name].sourceline})")
+                joint_els[name] = el
+                joints.append(self.joint(el, link_els))  # a link with an error still exists
+            except ModelError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0] if len(errors) == 1 else ModelErrors(errors[:MAX_ERRORS])
+        self.check_inertias(links, link_els)
 
         moving = sum(1 for j in joints if j.type != "fixed")
         if moving > self.max_joints:
@@ -380,7 +390,8 @@ class _UrdfReader(AttributeReader):
         return list(dict.fromkeys(roots))
 
     # --- joints ---------------------------------------------------------------------------------
-    def joint(self, el, links: dict[str, Link]) -> Joint:
+    def joint(self, el, links) -> Joint:
+        """One <joint>; `links`: the names of the robot's links."""
         name = el.get("name")
         jtype = self.string(el, "type")
         if jtype == "planar":
@@ -388,7 +399,7 @@ class _UrdfReader(AttributeReader):
                                  "and a revolute joint")
         if jtype not in JOINT_TYPES:
             raise self.error(el, f"unknown joint type {jtype!r}; expected one of "
-                                 f"{', '.join(JOINT_TYPES)}")
+                                 f"{', '.join(JOINT_TYPES)}{did_you_mean(jtype, JOINT_TYPES)}")
         ends = {}
         for tag in ("parent", "child"):
             e = el.find(tag)
@@ -396,7 +407,8 @@ class _UrdfReader(AttributeReader):
                 raise self.error(el, f"missing <{tag} link=...>")
             link = self.string(e, "link")
             if link not in links:
-                raise self.error(e, f"{tag} link {link!r} is not a <link> of this robot")
+                raise self.error(e, f"{tag} link {link!r} is not a <link> of this robot"
+                                    f"{did_you_mean(link, links)}")
             ends[tag] = link
         if ends["parent"] == ends["child"]:
             raise self.error(el, f"parent and child are the same link {ends['parent']!r}")
@@ -556,7 +568,8 @@ class _UrdfReader(AttributeReader):
                 raise self.error(el, f"joint {j.name!r} cannot mimic itself")
             leader = by_name.get(j.mimic.joint)
             if leader is None:
-                raise self.error(el, f"mimic joint {j.mimic.joint!r} is not a joint of this robot")
+                raise self.error(el, f"mimic joint {j.mimic.joint!r} is not a joint of this robot"
+                                     f"{did_you_mean(j.mimic.joint, by_name)}")
             if leader.type not in ONE_DOF_TYPES:
                 raise self.error(el, f"mimic joint {leader.name!r} is a {leader.type} joint; "
                                      "expected revolute, continuous or prismatic")
@@ -631,7 +644,8 @@ class _UrdfReader(AttributeReader):
             jname = self.string(el, "joint")
             j = joints.get(jname)
             if j is None:
-                raise self.error(el, f"actuated joint {jname!r} is not a joint of this robot")
+                raise self.error(el, f"actuated joint {jname!r} is not a joint of this robot"
+                                     f"{did_you_mean(jname, joints)}")
             if j.type not in ONE_DOF_TYPES:
                 raise self.error(el, f"actuated joint {jname!r} is a {j.type} joint; expected "
                                      "revolute, continuous or prismatic")
@@ -668,7 +682,8 @@ class _UrdfReader(AttributeReader):
             for cel in el.findall("coupling"):  # couplings name this robot's joints: inline only
                 cj = self.string(cel, "joint")
                 if cj not in joints:
-                    raise self.error(cel, f"coupled joint {cj!r} is not a joint of this robot")
+                    raise self.error(cel, f"coupled joint {cj!r} is not a joint of this robot"
+                                          f"{did_you_mean(cj, joints)}")
                 if joints[cj].type not in ONE_DOF_TYPES:
                     raise self.error(cel, f"coupled joint {cj!r} is a {joints[cj].type} joint; "
                                           "expected revolute, continuous or prismatic")
@@ -727,7 +742,8 @@ class _UrdfReader(AttributeReader):
             b1, b2 = self.string(cel, "body1"), self.string(cel, "body2")
             for b in (b1, b2):
                 if b not in links:
-                    raise self.error(cel, f"link {b!r} is not a <link> of this robot")
+                    raise self.error(cel, f"link {b!r} is not a <link> of this robot"
+                                          f"{did_you_mean(b, links)}")
             if links[b1].body == links[b2].body:
                 raise self.error(cel, f"links {b1!r} and {b2!r} are welded into the same body; the "
                                       "constraint would do nothing")

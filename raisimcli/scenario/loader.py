@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 import pydantic
 
-from raisimcli.errors import ScenarioError
+from raisimcli.errors import MAX_ERRORS, ScenarioError, did_you_mean
 from raisimcli.model import RobotModel, load_urdf
 from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
 from raisimcli.model.urdf import DEFAULT_MAX_JOINTS
@@ -111,21 +111,43 @@ def _loc(loc) -> str:
 
 
 def format_validation_error(path: str, err: pydantic.ValidationError) -> str:
-    """One line: the scenario file, the key path, what was expected and what was found. Of several
-    errors, an unknown key comes first (usually a typo); then the deepest location, which for a
-    value of several accepted forms is the form the user evidently meant (a schedule table rather
-    than a number)."""
+    """Every independent error of the file (up to MAX_ERRORS), one line each: the scenario file,
+    the key path, what was expected and what was found, and for an unknown key the closest known
+    one. A value of several accepted forms fails once per form; of those, the one shown is the
+    form the user evidently meant: an unknown key first (usually a typo), then a table whose
+    `type` names no known form (it lists the forms, where the others would only say "a number"),
+    then the deepest location (a schedule table rather than a number)."""
     errors = err.errors(include_url=False)
-    # an unknown key first (usually a typo); then a table whose `type` names no known form (it
-    # says what the forms are, where the other members of the union would only say "a number")
-    e = max(errors, key=lambda x: (x["type"] == "extra_forbidden",
-                                   x["type"] in ("union_tag_invalid", "union_tag_not_found"),
-                                   len(x["loc"]), -errors.index(x)))
+    by_loc: dict[str, list] = {}
+    for e in errors:
+        key = _loc([p for p in _value_loc(e) if not _is_tag(p)])
+        by_loc.setdefault(key, []).append(e)
+    lines = []
+    for key, group in by_loc.items():
+        e = max(group, key=lambda x: (x["type"] == "extra_forbidden",
+                                      x["type"] in ("union_tag_invalid", "union_tag_not_found"),
+                                      len(x["loc"]), -group.index(x)))
+        lines.append(_error_line(path, e))
+    lines = list(dict.fromkeys(lines))
+    return "\n".join(lines[:MAX_ERRORS])
+
+
+def _value_loc(e) -> tuple:
+    """The location of the value an error is about: for the members of a union, the union's
+    own location (so that its forms' errors count as one)."""
+    loc = list(e["loc"])
+    for i, p in enumerate(loc):
+        if _is_tag(p):
+            return tuple(loc[:i])
+    return tuple(loc)
+
+
+def _error_line(path: str, e) -> str:
     loc = _loc([p for p in e["loc"] if not _is_tag(p)])
     got = e.get("input")
     msg = e["msg"]
     if e["type"] == "extra_forbidden":
-        msg = "unknown key"
+        msg = "unknown key" + did_you_mean(e["loc"][-1], _known_keys(e["loc"][:-1]))
     elif e["type"] == "missing":
         msg = "missing required key"
     elif msg.startswith("Value error, "):
@@ -134,6 +156,32 @@ def format_validation_error(path: str, err: pydantic.ValidationError) -> str:
     if e["type"] not in ("missing", "extra_forbidden") and not isinstance(got, dict):
         text += f", got {got!r}"
     return text
+
+
+def _known_keys(loc) -> list[str]:
+    """The keys of the scenario table at `loc` (a pydantic location), for "did you mean"."""
+    import typing
+    cls = S.Scenario
+    for part in loc:
+        if isinstance(part, int) or _is_tag(part):
+            continue
+        field = cls.model_fields.get(part)
+        if field is None:
+            return []
+        models = [a for a in _walk_annotation(field.annotation)
+                  if isinstance(a, type) and issubclass(a, pydantic.BaseModel)]
+        if not models:
+            return []
+        cls = models[0]
+    del typing
+    return list(cls.model_fields)
+
+
+def _walk_annotation(a):
+    import typing
+    yield a
+    for arg in typing.get_args(a):
+        yield from _walk_annotation(arg)
 
 
 def _is_tag(p) -> bool:
@@ -262,8 +310,8 @@ def _per_joint(value, names: tuple[str, ...], where: str, what: str) -> np.ndarr
     out = np.zeros(n)
     for k, v in value.items():
         if k not in names:
-            raise ScenarioError(f"{where}.{k}: unknown {what} {k!r}; expected one of "
-                                f"{', '.join(names)}")
+            raise ScenarioError(f"{where}.{k}: unknown {what} {k!r}{did_you_mean(k, names)}; "
+                                f"expected one of {', '.join(names)}")
         out[names.index(k)] = v
     return out
 
@@ -298,8 +346,9 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
         else:
             for k, v in r.initial.q.items():
                 if k not in model.coordinate_names:
-                    raise ScenarioError(f"{where}.initial.q.{k}: unknown coordinate {k!r}; "
-                                        f"expected one of {', '.join(model.coordinate_names)}")
+                    raise ScenarioError(f"{where}.initial.q.{k}: unknown coordinate {k!r}"
+                                        f"{did_you_mean(k, model.coordinate_names)}; expected one "
+                                        f"of {', '.join(model.coordinate_names)}")
                 q0[model.coordinate_names.index(k)] = v
     for j in model.moving_joints:  # a zero quaternion is no orientation
         if j.type in ("floating", "spherical"):
@@ -329,13 +378,15 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
                  lambda j: j.u_slice.start)):
             for k, sched in table.items():
                 if k not in one_names:
-                    raise ScenarioError(f"{where}.pd.{label}.{k}: unknown joint {k!r}; expected "
-                                        f"one of the 1-DoF joints {', '.join(one_names)}")
+                    raise ScenarioError(f"{where}.pd.{label}.{k}: unknown joint {k!r}"
+                                        f"{did_you_mean(k, one_names)}; expected one of the 1-DoF "
+                                        f"joints {', '.join(one_names)}")
                 f, _ = compile_schedule(sched, base, f"{where}.pd.{label}.{k}")
                 dest.append((index(one_dof[one_names.index(k)]), f))
     for k, sched in r.feedforward.items():
         if k not in model.dof_names:
-            raise ScenarioError(f"{where}.feedforward.{k}: unknown DoF {k!r}; expected one of "
+            raise ScenarioError(f"{where}.feedforward.{k}: unknown DoF {k!r}"
+                                f"{did_you_mean(k, model.dof_names)}; expected one of "
                                 f"{', '.join(model.dof_names)}")
         f, _ = compile_schedule(sched, base, f"{where}.feedforward.{k}")
         out.feedforward.append((model.dof_names.index(k), f))
@@ -385,8 +436,9 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
     links = tuple(link.name for link in model.links)
     for n, ld in enumerate(r.external):
         if ld.link not in links:
-            raise ScenarioError(f"{where}.external[{n}].link: unknown link {ld.link!r}; expected "
-                                f"one of {', '.join(links)}")
+            raise ScenarioError(f"{where}.external[{n}].link: unknown link {ld.link!r}"
+                                f"{did_you_mean(ld.link, links)}; expected one of "
+                                f"{', '.join(links)}")
         if model.link(ld.link).body == 0:
             raise ScenarioError(f"{where}.external[{n}].link: link {ld.link!r} is welded to the "
                                 "world; a load on it does nothing")
