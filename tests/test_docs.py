@@ -19,7 +19,7 @@ def read(*parts):
 
 
 def test_commands():
-    assert COMMANDS == ["compare", "export", "inspect", "run"]
+    assert COMMANDS == ["compare", "export", "inspect", "plot", "run"]
 
 
 @pytest.mark.parametrize("name", COMMANDS)

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from raisimcli.cli.output import check_writable, emit
+from raisimcli.errors import UsageError
 from raisimcli.log.compare import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -70,10 +71,13 @@ def _as_dict(c: Comparison) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--junit-xml", type=click.Path(dir_okay=False), default=None,
               help="Write a JUnit XML report (one test case per dataset).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a self-contained HTML report with a figure per failing dataset "
+                   "(needs matplotlib).")
 @click.option("--update", is_flag=True, help="Replace GOLDEN with NEW (after the comparison).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary line.")
 def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_report, as_json,
-                    junit_xml, update, quiet):
+                    junit_xml, html_path, update, quiet):
     """Compare a NEW log against a GOLDEN one: structure (datasets, shapes, dtypes, names, the
     time axis), then values within tolerance.
 
@@ -84,11 +88,19 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
     def go():
         if junit_xml:  # every argument is checked before the comparison
             check_writable(junit_xml, "--junit-xml")
+        if html_path:
+            check_writable(html_path, "--html")
+            import importlib.util
+            if importlib.util.find_spec("matplotlib") is None:
+                raise UsageError("--html needs matplotlib: pip install 'raisimcli[plot]'")
         rules = load_tolerances(tolerances) if tolerances else []
         c = compare_logs(golden, new, rtol=rtol, atol=atol, tolerances=rules,
                          include=tuple(include), exclude=tuple(exclude))
         if junit_xml:
             _junit(c, junit_xml)
+        if html_path:
+            from raisimcli.log.report import html_report
+            html_report(c, html_path)
         summary = (f"{'OK' if c.ok else 'DIFFERENT'}: {len(c.results)} datasets compared, "
                    f"{len(c.failures)} failing, {len(c.attributes)} attributes differ "
                    f"({len(c.ignored)} ignored: {', '.join(c.ignored) or 'none'})")

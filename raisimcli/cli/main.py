@@ -63,6 +63,7 @@ def cli():
 
 from raisimcli.cli import compare as _compare  # noqa: E402
 from raisimcli.cli import export as _export  # noqa: E402
+from raisimcli.cli import plot as _plot  # noqa: E402
 from raisimcli.cli import inspect as _inspect  # noqa: E402
 from raisimcli.cli import run as _run  # noqa: E402
 
@@ -70,6 +71,7 @@ cli.add_command(_run.run_command)
 cli.add_command(_inspect.inspect_command)
 cli.add_command(_compare.compare_command)
 cli.add_command(_export.export_command)
+cli.add_command(_plot.plot_command)
 
 
 def main() -> None:

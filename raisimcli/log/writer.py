@@ -148,7 +148,8 @@ def _units_of_dofs(model, linear: str, angular: str) -> list[str]:
 
 class LogWriter:
     def __init__(self, path: str, *, scenario_text: str, scenario_sha256: str, config_json: str,
-                 dt: float, decimation: int, compression: str, chunk_rows: int = 1024):
+                 dt: float, decimation: int, compression: str, chunk_rows: int = 1024,
+                 scenario_name: str = ""):
         self.path = os.path.abspath(path)
         folder = os.path.dirname(self.path)
         try:
@@ -179,6 +180,7 @@ class LogWriter:
         f.attrs["status"] = "running"
         f.attrs["message"] = ""
         f.attrs["scenario_sha256"] = scenario_sha256
+        f.attrs["scenario_name"] = scenario_name
         f.attrs["dt"] = dt
         f.attrs["decimation"] = decimation
         meta = f.create_group("meta")
@@ -224,6 +226,7 @@ class LogWriter:
             d = g.create_dataset(ds_name, data=data.copy())
             d.dims[0].attach_scale(scale)
             _set_units(d, units)
+        self._limits(g, m, dof)
         nq, nv = m.nq, m.nv
         forces = _units_of_dofs(m, "N", "N m")
         ch = self.channels
@@ -291,6 +294,31 @@ class LogWriter:
         if "solver" in signals:
             ch.append(Channel(f"{p}/solver/iterations", (), lambda: system.solver_iterations,
                               "1", "sweeps of the impulse solver", dtype=np.int32))
+
+    def _limits(self, g, m, dof) -> None:
+        """The joint limits per DoF (limits/lower, upper, velocity, effort; NaN where a DoF has
+        none: floating, spherical, or unlimited), so that a plot of the log needs only the log."""
+        lower, upper, vmax, effort = (np.full(m.nv, np.nan) for _ in range(4))
+        for j in m.moving_joints:
+            if j.nv != 1:
+                continue
+            k = j.u_slice.start
+            if j.has_position_limits:
+                lower[k], upper[k] = j.lower, j.upper
+            vmax[k] = j.velocity if np.isfinite(j.velocity) else np.nan
+            effort[k] = j.effort if np.isfinite(j.effort) else np.nan
+        lim = g.create_group("limits")
+        coord_units = _units_of_dofs(m, "m", "rad")
+        for name, data, units, description in (
+                ("lower", lower, coord_units, "position limit (revolute, prismatic)"),
+                ("upper", upper, coord_units, "position limit (revolute, prismatic)"),
+                ("velocity", vmax, _units_of_dofs(m, "m s-1", "rad s-1"), "velocity limit"),
+                ("effort", effort, _units_of_dofs(m, "N", "N m"), "actuation limit")):
+            d = lim.create_dataset(name, data=np.where(np.isinf(data), np.nan, data))
+            d.dims[0].attach_scale(dof)
+            _set_units(d, units)
+            d.attrs["description"] = description + "; NaN: none"
+        lim["dof_names"] = dof
 
     def _scale(self, group, name: str, values, description: str) -> h5py.Dataset:
         """A dataset of names that is the dimension scale of an axis (netCDF's dimension)."""

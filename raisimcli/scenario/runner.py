@@ -3,6 +3,7 @@ control loop (schedules, integrate1, controllers, integrate2), logged row by row
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -175,7 +176,8 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
     spec = scn.spec
     writer = LogWriter(scn.log_path, scenario_text=scn.text, scenario_sha256=scn.sha256,
                        config_json=scn.config_json(), dt=scn.dt,
-                       decimation=spec.log.decimation, compression=spec.log.compression)
+                       decimation=spec.log.decimation, compression=spec.log.compression,
+                       scenario_name=os.path.splitext(os.path.basename(scn.path))[0])
     try:
         for d in drivers:
             signals = list(spec.log.signals)

@@ -1,0 +1,74 @@
+"""The HTML report of `raisimcli compare --html`: one self-contained file (figures inline as
+SVG, no network, no other file) with the summary table and, for each failing dataset, golden
+against new over time for its worst columns and their difference with the tolerance band."""
+
+from __future__ import annotations
+
+import html
+import io
+
+import h5py
+
+from raisimcli.log.compare import Comparison, Tolerance, _column_names
+
+STYLE = """body{font-family:sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:3px 8px}
+th{background:#eee}.pass{color:#080}.fail,.missing,.extra,.structure{color:#c00;font-weight:bold}
+figure{margin:1.5em 0}svg{max-width:100%;height:auto}"""
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog and the DOCTYPE: inline in HTML
+
+
+def html_report(c: Comparison, path: str, max_figures: int = 20) -> int:
+    """Write the report of comparison `c` to `path`; returns the number of figures."""
+    from raisimcli.plot import comparison_figure
+    rows = []
+    for r in sorted(c.results, key=lambda r: (r.ok, r.path)):
+        tol = f"rtol {r.tolerance.rtol:g}, atol {r.tolerance.atol:g}" if r.tolerance else ""
+        rows.append(f"<tr><td>{html.escape(r.path)}</td><td class='{r.status}'>{r.status}</td>"
+                    f"<td>{r.max_abs:.3g}</td><td>{r.max_rel:.3g}</td><td>{r.failing}</td>"
+                    f"<td>{html.escape(r.where)}</td><td>{html.escape(r.reason or tol)}</td></tr>")
+    figures = []
+    with h5py.File(c.golden, "r") as fg, h5py.File(c.new, "r") as fn:
+        time = fg["time"][()] if "time" in fg else None
+        for r in c.failures:
+            if len(figures) >= max_figures:
+                break
+            if r.status != "fail" or r.path not in fg or r.path not in fn:
+                continue
+            g, n = fg[r.path], fn[r.path]
+            if g.dtype.kind not in "fiu" or g.shape != n.shape or g.ndim == 0:
+                continue
+            per_row = g.ndim >= 1 and g.dims[0].label == "time"
+            fig = comparison_figure(g[()], n[()], r.path, r.tolerance or Tolerance(0, 0),
+                                    time if per_row else None, names=_column_names(fg, g))
+            figures.append(f"<figure id='{html.escape(r.path)}'><figcaption>"
+                           f"{html.escape(r.path)}: {html.escape(r.reason)}"
+                           f"{', worst at ' + html.escape(r.where) if r.where else ''}"
+                           f"</figcaption>{_svg(fig)}</figure>")
+    verdict = "OK" if c.ok else "DIFFERENT"
+    attrs = "".join(f"<li>{html.escape(a)}</li>" for a in c.attributes)
+    doc = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>raisimcli compare: {verdict}</title>
+<style>{STYLE}</style></head><body>
+<h1>raisimcli compare: {verdict}</h1>
+<p>golden: {html.escape(c.golden)}<br>new: {html.escape(c.new)}<br>
+{len(c.results)} datasets compared, {len(c.failures)} failing, {len(c.attributes)} attributes
+differ.</p>
+{f"<h2>Attributes that differ</h2><ul>{attrs}</ul>" if attrs else ""}
+<h2>Datasets</h2>
+<table><tr><th>dataset</th><th>status</th><th>max abs err</th><th>max rel err</th>
+<th>failing</th><th>where</th><th>tolerance / reason</th></tr>
+{"".join(rows)}</table>
+<h2>Failing datasets over time</h2>
+{"".join(figures) or "<p>none</p>"}
+</body></html>
+"""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(doc)
+    return len(figures)
