@@ -75,7 +75,6 @@ def test_plain_h5py_layout(tmp_path):
             assert list(ds.attrs["column_units"][:6]) == ["N"] * 3 + ["N m"] * 3
             assert "units" not in ds.attrs and ds.attrs["description"]
         assert list(g["u"].attrs["column_units"][:6]) == ["m s-1"] * 3 + ["rad s-1"] * 3
-        assert g["inverse_dynamics"].keys() if "inverse_dynamics" in g else True
         assert [u.decode() for u in g["force_units"][()]][:6] == ["N"] * 3 + ["N m"] * 3
         assert g["energy/kinetic"].attrs["units"] == "J"
         assert g["actuators/applied"].shape == (50, 12)
