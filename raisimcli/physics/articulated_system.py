@@ -14,9 +14,9 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import StateError
+from raisimcli.linalg import Cholesky, congruence, cross, dot, matmul, norm
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.conventions import Conventions
-from raisimcli.linalg import Cholesky, congruence, cross, dot, matmul, norm
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.command import clamped_command, pd_torque
 from raisimcli.physics.step.decomposition import torque_table
