@@ -178,6 +178,9 @@ def test_inspect_lists_the_warnings_with_their_lines_and_strict_refuses():
     r = CliRunner().invoke(cli, ["inspect", path, "-q"])
     assert r.exit_code == 0, r.output
     assert f"{path}:179:" in r.output and "inertia tensor is not positive semi-definite" in r.output
+    # one warning, one line, however long the path: grep and editors read `file:line:` records
+    lines = r.output.splitlines()
+    assert lines and all(line.startswith(f"warning: {path}:") for line in lines), lines
     r = CliRunner().invoke(cli, ["inspect", path, "--json"])
     import json
     warnings = json.loads(r.output)["warnings"]

@@ -120,7 +120,7 @@ def render(s: dict, console: Console, warnings: Console, verbose: bool = False) 
     for mesh in dict.fromkeys(outside):
         console.print(f"[yellow]mesh outside the model's folder:[/] {e(mesh)}")
     for w in s["warnings"]:
-        warnings.print(f"[yellow]warning:[/] {e(warning_line(w))}")
+        warnings.print(f"[yellow]warning:[/] {e(warning_line(w))}", soft_wrap=True)
     if not s["warnings"]:
         console.print("[green]no problems found[/]")
 
@@ -174,7 +174,7 @@ def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple
             emit(json.dumps(s, indent=2))
         elif quiet:
             for w in s["warnings"]:
-                stderr.print(f"[yellow]warning:[/] {escape(warning_line(w))}")
+                stderr.print(f"[yellow]warning:[/] {escape(warning_line(w))}", soft_wrap=True)
         else:
             render(s, stdout, stderr, verbose)
 

@@ -127,7 +127,7 @@ def run_command(scenario, output, duration, overrides, strict, max_joints, ignor
             stdout.print(t)
             for wmsg in result.warnings:
                 stderr.print(f"[yellow]warning:[/] {escape(str(wmsg))}", markup=True,
-                             highlight=False)
+                             highlight=False, soft_wrap=True)
         if result.status == "diverged":
             click.echo(f"error: {result.message}; the log {result.log_path} is kept, with "
                        f"status diverged{_kept(result)}", err=True)
