@@ -33,7 +33,7 @@ from typing import Callable
 import h5py
 import numpy as np
 
-from raisimcli import __version__
+from raisimcli import __version__, files
 from raisimcli.errors import LogError, LogWriteError
 from raisimcli.physics.step.decomposition import SOURCES
 
@@ -149,7 +149,7 @@ def _units_of_dofs(model, linear: str, angular: str) -> list[str]:
 class LogWriter:
     def __init__(self, path: str, *, scenario_text: str, scenario_sha256: str, config_json: str,
                  dt: float, decimation: int, compression: str, chunk_rows: int = 1024,
-                 scenario_name: str = ""):
+                 scenario_name: str = "", resolved_sha256: str = ""):
         self.path = os.path.abspath(path)
         folder = os.path.dirname(self.path)
         try:
@@ -180,6 +180,7 @@ class LogWriter:
         f.attrs["status"] = "running"
         f.attrs["message"] = ""
         f.attrs["scenario_sha256"] = scenario_sha256
+        f.attrs["resolved_sha256"] = resolved_sha256
         f.attrs["scenario_name"] = scenario_name
         f.attrs["dt"] = dt
         f.attrs["decimation"] = decimation
@@ -206,7 +207,7 @@ class LogWriter:
         m = system.model
         g = self.f.create_group(f"robots/{name}")
         g.attrs["model_name"] = m.name
-        g.attrs["urdf_path"] = m.path
+        g.attrs["urdf_path"] = files.original(m.path)  # a batch worker's: the client's path
         g.attrs["urdf_sha256"] = hashlib.sha256(m.urdf_text.encode()).hexdigest()
         g.attrs["base"] = m.base
         g.create_dataset("urdf", data=m.urdf_text, dtype=_STR)

@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 from lxml import etree
 
+from raisimcli import files
 from raisimcli.errors import MAX_ERRORS, ModelError, ModelErrors, did_you_mean
 from raisimcli.linalg import (
     congruence,
@@ -356,7 +357,7 @@ class _UrdfReader(AttributeReader):
             candidates = [os.path.join(root, inside) for root in self.package_roots(pkg)]
         else:
             p = filename[len("file://"):] if filename.startswith("file://") else filename
-            candidates = [p if os.path.isabs(p) else os.path.join(self.dir, p)]
+            candidates = [files.resolve(p, self.dir)]
         for c in candidates:
             if os.path.isfile(c):
                 return os.path.abspath(c)
@@ -372,21 +373,22 @@ class _UrdfReader(AttributeReader):
             starts.append(real)
         for d in starts:
             while True:
-                if os.path.basename(d) == pkg or _package_xml_name(d) == pkg:
+                if os.path.basename(d) == pkg:
                     roots.append(d)
+                elif _package_xml_name(d) == pkg:
+                    roots.append(d)
+                    self.files.append(os.path.join(d, "package.xml"))  # read, and needed again
                 roots.append(os.path.join(d, pkg))
                 parent = os.path.dirname(d)
                 if parent == d:
                     break
                 d = parent
-        for entry in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-            if entry:
-                roots.append(os.path.join(entry, "share", pkg))
-        for entry in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
-            if entry:
-                roots.append(os.path.join(entry, pkg))
-                if os.path.basename(os.path.normpath(entry)) == pkg:
-                    roots.append(entry)
+        for entry in files.package_path("AMENT_PREFIX_PATH"):
+            roots.append(os.path.join(entry, "share", pkg))
+        for entry in files.package_path("ROS_PACKAGE_PATH"):
+            roots.append(os.path.join(entry, pkg))
+            if os.path.basename(os.path.normpath(entry)) == pkg:
+                roots.append(entry)
         return list(dict.fromkeys(roots))
 
     # --- joints ---------------------------------------------------------------------------------
@@ -656,7 +658,7 @@ class _UrdfReader(AttributeReader):
             src, reader = el, self
             file_attr = el.get("file")
             if file_attr is not None:
-                fpath = file_attr if os.path.isabs(file_attr) else os.path.join(self.dir, file_attr)
+                fpath = files.resolve(file_attr, self.dir)
                 if not os.path.isfile(fpath):
                     raise self.error(el, f"actuator model file {file_attr!r} not found "
                                          f"(looked at {fpath})")

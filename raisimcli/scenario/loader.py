@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 import pydantic
 
+from raisimcli import files
 from raisimcli.errors import MAX_ERRORS, ScenarioError, did_you_mean
 from raisimcli.model import RobotModel, load_urdf
 from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
@@ -80,10 +81,24 @@ class ResolvedScenario:
     def inputs(self) -> list[str]:
         """Every file the run reads: the scenario, the URDFs and what they load, CSV
         trajectories, controllers (absolute paths)."""
-        files = [self.path]
+        paths = [self.path]
         for r in self.robots:
-            files += list(r.model.files) + r.inputs
-        return list(dict.fromkeys(os.path.abspath(f) for f in files))
+            paths += list(r.model.files) + r.inputs
+        return list(dict.fromkeys(os.path.abspath(f) for f in paths))
+
+    @property
+    def resolved_sha256(self) -> str:
+        """A hash of everything the run depends on: the resolved configuration (after --set and
+        --duration) and the bytes of every input file, each named relative to the scenario's
+        folder (so the hash does not depend on where the files are). The log stores it; `sweep
+        --resume` skips a case whose complete log has the same one."""
+        h = hashlib.sha256(self.config_json().encode())
+        base = os.path.dirname(self.path)
+        for f in self.inputs:
+            with open(f, "rb") as fh:
+                content = hashlib.sha256(fh.read()).hexdigest()
+            h.update(f"\n{os.path.relpath(f, base)}\0{content}".encode())
+        return h.hexdigest()
 
     @property
     def dt(self) -> float:
@@ -230,6 +245,7 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
     `ignore_warnings`: URDF warning codes to drop. The log path is checked too (it may not be one
     of the run's inputs), before anything runs."""
     path = os.fspath(path)
+    log_path = os.fspath(log_path) if log_path is not None else None
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -319,7 +335,7 @@ def _per_joint(value, names: tuple[str, ...], where: str, what: str) -> np.ndarr
 def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
                    max_joints: int = DEFAULT_MAX_JOINTS, ignore_warnings=()) -> ResolvedRobot:
     where = f"{path}: robot[{i}]"
-    urdf = r.urdf if os.path.isabs(r.urdf) else os.path.join(base, r.urdf)
+    urdf = files.resolve(r.urdf, base)
     if not os.path.isfile(urdf):
         raise ScenarioError(f"{where}.urdf: URDF file {r.urdf!r} not found (looked at {urdf})")
     if r.xacro_args and not urdf.endswith(".xacro"):
@@ -461,9 +477,8 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
         out.controller, out.controller_name = _load_controller(r.controller, base,
                                                                f"{where}.controller")
         file = r.controller.rsplit(":", 1)[0]
-        out.inputs.append(file if os.path.isabs(file) else os.path.join(base, file))
-    out.inputs += [c.file if os.path.isabs(c.file) else os.path.join(base, c.file)
-                   for c in _csv_schedules(r)]
+        out.inputs.append(files.resolve(file, base))
+    out.inputs += [files.resolve(c.file, base) for c in _csv_schedules(r)]
     return out
 
 
@@ -482,7 +497,7 @@ def _csv_schedules(node) -> list:
 
 def _load_controller(spec: str, base: str, where: str):
     file, func = spec.rsplit(":", 1)
-    fpath = file if os.path.isabs(file) else os.path.join(base, file)
+    fpath = files.resolve(file, base)
     if not os.path.isfile(fpath):
         raise ScenarioError(f"{where}: controller file {file!r} not found (looked at {fpath})")
     name = f"raisimcli_controller_{hashlib.sha1(fpath.encode()).hexdigest()[:12]}"

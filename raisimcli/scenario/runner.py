@@ -177,7 +177,8 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
     writer = LogWriter(scn.log_path, scenario_text=scn.text, scenario_sha256=scn.sha256,
                        config_json=scn.config_json(), dt=scn.dt,
                        decimation=spec.log.decimation, compression=spec.log.compression,
-                       scenario_name=os.path.splitext(os.path.basename(scn.path))[0])
+                       scenario_name=os.path.splitext(os.path.basename(scn.path))[0],
+                       resolved_sha256=scn.resolved_sha256)
     try:
         for d in drivers:
             signals = list(spec.log.signals)

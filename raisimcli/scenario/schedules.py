@@ -9,6 +9,7 @@ from typing import Callable
 
 import numpy as np
 
+from raisimcli import files
 from raisimcli.errors import ScenarioError
 from raisimcli.scenario import schema as S
 
@@ -48,7 +49,7 @@ def _interpolator(times: np.ndarray, values: np.ndarray):
 
 
 def read_csv_column(spec: S.Csv, base_dir: str, where: str) -> tuple[np.ndarray, np.ndarray]:
-    path = spec.file if os.path.isabs(spec.file) else os.path.join(base_dir, spec.file)
+    path = files.resolve(spec.file, base_dir)
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's BOM
             rows = list(csv.reader(f))
