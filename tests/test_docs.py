@@ -19,7 +19,7 @@ def read(*parts):
 
 
 def test_commands():
-    assert COMMANDS == ["compare", "export", "inspect", "plot", "run"]
+    assert COMMANDS == ["compare", "export", "inspect", "plot", "run", "sweep"]
 
 
 @pytest.mark.parametrize("name", COMMANDS)

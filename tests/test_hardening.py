@@ -87,7 +87,8 @@ def test_output_onto_an_input_is_refused_and_the_input_kept(tmp_path):
     assert run("run", s, "-q", "-o", tmp_path / "ok.h5").exit_code == 0
 
 
-@pytest.mark.parametrize("out", ["", "somewhere/"])
+# (`-o somewhere/` names a folder: the logs of a batch go there, see tests/test_sweep.py)
+@pytest.mark.parametrize("out", ["", "s.toml/x.h5"])
 def test_unusable_output_path_is_refused_before_simulating(tmp_path, out):
     s = scenario(tmp_path)
     r = spawn(["run", s, "-q", "-o", out], tmp_path)

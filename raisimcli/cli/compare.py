@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
+from raisimcli.cli.batch import scheduler_options
 from raisimcli.cli.output import check_writable, emit
 from raisimcli.errors import UsageError
 from raisimcli.log.compare import (
@@ -55,8 +57,8 @@ def _as_dict(c: Comparison) -> dict:
 
 
 @click.command("compare")
-@click.argument("golden", type=click.Path(dir_okay=False))
-@click.argument("new", type=click.Path(dir_okay=False))
+@click.argument("golden", type=click.Path())
+@click.argument("new", type=click.Path())
 @click.option("--rtol", type=float, default=DEFAULT_RTOL, show_default=True,
               help="Relative tolerance: |new - golden| <= atol + rtol |golden|.")
 @click.option("--atol", type=float, default=DEFAULT_ATOL, show_default=True,
@@ -76,16 +78,25 @@ def _as_dict(c: Comparison) -> dict:
                    "(needs matplotlib).")
 @click.option("--update", is_flag=True, help="Replace GOLDEN with NEW (after the comparison).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary line.")
+@scheduler_options
 def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_report, as_json,
-                    junit_xml, html_path, update, quiet):
+                    junit_xml, html_path, update, quiet, jobs, scheduler):
     """Compare a NEW log against a GOLDEN one: structure (datasets, shapes, dtypes, names, the
-    time axis), then values within tolerance.
+    time axis), then values within tolerance. Two folders: every log pairwise by name, on Dask
+    (--jobs 1: in this process); a missing or extra log is a failure.
 
     Exit codes: 0 within tolerance (or --update); 1 different; 2 unreadable input or usage."""
     from raisimcli.cli.main import report_errors, stdout
 
     @report_errors(json_output=as_json)
     def go():
+        if os.path.isdir(golden) or os.path.isdir(new):
+            return _compare_folders(golden, new, dict(rtol=rtol, atol=atol, include=tuple(include),
+                                                      exclude=tuple(exclude)),
+                                    tolerances, max_report, as_json, junit_xml, html_path,
+                                    update, quiet, jobs, scheduler)
+        if jobs is not None or scheduler is not None:
+            raise UsageError("--jobs and --scheduler are for comparing two folders")
         if junit_xml:  # every argument is checked before the comparison
             check_writable(junit_xml, "--junit-xml")
         if html_path:
@@ -135,3 +146,80 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
             raise SystemExit(1)
 
     go()
+
+
+def _compare_folders(golden, new, options, tolerances, max_report, as_json, junit_xml, html_path,
+                     update, quiet, jobs, scheduler):
+    """`compare GOLDEN_DIR NEW_DIR` (raisimcli.batch.compare_dirs)."""
+    from raisimcli.batch.compare_dirs import compare_folders
+    from raisimcli.batch.engine import Scheduler
+    from raisimcli.cli.main import stdout
+    for option, d in (("GOLDEN", golden), ("NEW", new)):
+        if not os.path.isdir(d):
+            raise UsageError(f"{option} {d}: not a folder; compare two folders or two logs")
+    if html_path:
+        raise UsageError("--html reports on two logs; compare the logs of one case for it")
+    if junit_xml:
+        check_writable(junit_xml, "--junit-xml")
+    options["tolerances"] = load_tolerances(tolerances) if tolerances else []
+    sched = None if (jobs == 1 and not scheduler) else Scheduler.from_options(jobs, scheduler)
+    fc = compare_folders(golden, new, scheduler=sched, **options)
+    if junit_xml:
+        _junit_folders(fc, junit_xml)
+    n_fail = len(fc.failures)
+    summary = (f"{'OK' if fc.ok else 'DIFFERENT'}: {len(fc.pairs)} logs, {n_fail} failing "
+               f"({golden} vs {new})")
+    if as_json:
+        emit(json.dumps({"golden": golden, "new": new, "ok": fc.ok,
+                         "logs": [{"name": p.name, "status": p.status, "reason": p.reason,
+                                   "comparison": _as_dict(p.comparison) if p.comparison else None}
+                                  for p in fc.pairs],
+                         "summary": {"logs": len(fc.pairs), "failing": n_fail}}, indent=2))
+    elif not quiet:
+        t = Table(title=escape(f"{golden} vs {new}"), title_justify="left")
+        for col in ("log", "status", "datasets", "failing", "worst dataset", "max rel err",
+                    "reason"):
+            t.add_column(col, overflow="fold")
+        for p in sorted(fc.pairs, key=lambda p: p.ok)[:max_report]:
+            style = "green" if p.ok else "red"
+            c = p.comparison
+            worst = max(c.failures, key=lambda r: r.max_rel, default=None) if c else None
+            rel = max((r.max_rel for r in c.results), default=0.0) if c else None
+            t.add_row(escape(p.name), f"[{style}]{p.status}[/]",
+                      str(len(c.results)) if c else "-", str(len(c.failures)) if c else "-",
+                      escape(worst.path) if worst else "-",
+                      f"{rel:.3g}" if rel is not None else "-", escape(p.reason))
+        stdout.print(t)
+        if len(fc.pairs) > max_report:
+            stdout.print(f"... {len(fc.pairs) - max_report} more logs (--max-report)")
+    if not as_json:
+        click.echo(summary)
+    if update:
+        for p in fc.pairs:
+            if p.status in ("pass", "fail", "extra"):
+                update_golden(os.path.join(golden, p.name + ".h5"), os.path.join(new, p.name + ".h5"))
+        if not as_json:
+            click.echo(f"updated: the logs of {golden} are now copies of those of {new}")
+        return
+    if not fc.ok:
+        raise SystemExit(1)
+
+
+def _junit_folders(fc, path: str) -> None:
+    """One test case per log; a failing one lists its differing datasets and attributes."""
+    suite = ET.Element("testsuite", name="raisimcli compare", tests=str(len(fc.pairs)),
+                       failures=str(len(fc.failures)))
+    for p in fc.pairs:
+        case = ET.SubElement(suite, "testcase", classname="logs", name=p.name)
+        if not p.ok:
+            f = ET.SubElement(case, "failure", message=p.reason, type=p.status)
+            lines = [p.reason]
+            if p.comparison:
+                lines += [f"{r.path}: {r.reason or r.status} (max abs error {r.max_abs:.6g}, "
+                          f"max rel error {r.max_rel:.6g}{', worst at ' + r.where if r.where else ''})"
+                          for r in p.comparison.failures]
+                lines += [f"attribute {a}" for a in p.comparison.attributes]
+            f.text = "\n".join(lines)
+    root = ET.Element("testsuites", name="raisimcli")
+    root.append(suite)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -66,8 +66,10 @@ from raisimcli.cli import export as _export  # noqa: E402
 from raisimcli.cli import plot as _plot  # noqa: E402
 from raisimcli.cli import inspect as _inspect  # noqa: E402
 from raisimcli.cli import run as _run  # noqa: E402
+from raisimcli.cli import batch as _batch  # noqa: E402
 
 cli.add_command(_run.run_command)
+cli.add_command(_batch.sweep_command)
 cli.add_command(_inspect.inspect_command)
 cli.add_command(_compare.compare_command)
 cli.add_command(_export.export_command)

@@ -11,15 +11,18 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from raisimcli.cli.batch import scheduler_options
 from raisimcli.cli.output import emit
 from raisimcli.errors import ControllerError
 
 
 @click.command("run")
-@click.argument("scenario", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
+@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False),
+                metavar="SCENARIO...")
+@click.option("-o", "--output", "output", type=click.Path(), default=None,
               help="Log file (default: the scenario's log.path, or SCENARIO.h5 in the current "
-                   "folder).")
+                   "folder). With several scenarios, or a folder (an existing one, or a name "
+                   "ending in /): the folder of their logs and index.csv, run on Dask.")
 @click.option("--duration", type=float, default=None, help="Override world.duration (s).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
               help="Override a scenario key, e.g. --set world.dt=0.002 --set robot.0.pd.kp=50 "
@@ -35,9 +38,11 @@ from raisimcli.errors import ControllerError
 @click.option("-v", "--verbose", is_flag=True, help="Also list every file the run reads.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
-def run_command(scenario, output, duration, overrides, strict, max_joints, ignore, no_clobber,
-                verbose, as_json, quiet):
-    """Simulate SCENARIO (TOML) and write an HDF5 log.
+@scheduler_options
+def run_command(scenarios, output, duration, overrides, strict, max_joints, ignore, no_clobber,
+                verbose, as_json, quiet, jobs, scheduler):
+    """Simulate SCENARIO (TOML) and write an HDF5 log; several scenarios (or -o FOLDER/) run as a
+    batch on Dask, one log each (docs/sweep.md).
 
     Exit codes: 0 complete; 1 diverged, a controller raised or the log could not be written;
     2 bad input; 130 interrupted by SIGINT, SIGTERM or SIGHUP (the log is kept, with status
@@ -45,6 +50,29 @@ def run_command(scenario, output, duration, overrides, strict, max_joints, ignor
     beside it (NAME.interrupted.h5, NAME.diverged.h5, NAME.error.h5)."""
     from raisimcli.cli.main import report_errors, stderr, stdout
     from raisimcli.errors import UsageError
+
+    if len(scenarios) > 1 or (output is not None and (os.path.isdir(output)
+                                                      or output.endswith(("/", os.sep)))):
+        @report_errors(json_output=as_json)
+        def batch():
+            from raisimcli.cli.batch import run_batch, scenario_cases
+            out_dir = output if output is not None else "."
+            cases = scenario_cases(scenarios, overrides)
+            if no_clobber:
+                for name, *_ in cases:
+                    if os.path.exists(os.path.join(out_dir, f"{name}.h5")):
+                        raise UsageError(f"--no-clobber: the log {os.path.join(out_dir, name)}"
+                                         ".h5 exists already")
+            run_batch(cases, out_dir, jobs=jobs, scheduler=scheduler, resume=False,
+                      duration=duration, strict=strict, ignore=ignore, as_json=as_json,
+                      quiet=quiet)
+        return batch()
+    if jobs is not None or scheduler is not None:
+        @report_errors(json_output=as_json)
+        def refuse():
+            raise UsageError("--jobs and --scheduler are for several scenarios or -o FOLDER/")
+        return refuse()
+    scenario = scenarios[0]
     from raisimcli.scenario import load_scenario, run  # heavy (Pinocchio, numba): load on use
 
     @report_errors(json_output=as_json)

@@ -56,6 +56,7 @@ class Comparison:
     results: list[DatasetResult] = field(default_factory=list)
     attributes: list[str] = field(default_factory=list)    # differing attributes
     ignored: list[str] = field(default_factory=list)       # differing but ignored
+    names: set[str] = field(default_factory=set)          # every dataset and attribute path
 
     @property
     def ok(self) -> bool:
@@ -161,13 +162,12 @@ def _tolerance(path: str, rules, rtol: float, atol: float) -> Tolerance:
 
 def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
                  atol: float = DEFAULT_ATOL, tolerances=(), include: tuple[str, ...] = (),
-                 exclude: tuple[str, ...] = ()) -> Comparison:
+                 exclude: tuple[str, ...] = (), check_patterns: bool = True) -> Comparison:
     """Compare two logs. Raises LogError (exit 2) for unreadable input, UsageError for a
-    tolerance that is not a finite number >= 0 or an --include / --exclude pattern that matches
-    nothing in either log."""
-    for name, value in (("--rtol", rtol), ("--atol", atol)):
-        if not 0 <= value < np.inf:
-            raise UsageError(f"{name} must be a finite number >= 0, got {value!r}")
+    tolerance that is not a finite number >= 0 or (with `check_patterns`) an --include /
+    --exclude pattern that matches nothing in either log; without it, the caller checks the
+    patterns against the `names` of all its comparisons."""
+    check_tolerances(rtol, atol)
     with _open(golden) as fg, _open(new) as fn:
         out = Comparison(golden, new)
         dg, dn = _datasets(fg, golden), _datasets(fn, new)
@@ -182,11 +182,9 @@ def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
             elif _selected(key.lstrip("/"), include, exclude):
                 out.attributes.append(f"{key}: {_fmt_attr(ag.get(key))} -> {_fmt_attr(an.get(key))}")
         everything = [k.lstrip("/") for k in set(ag) | set(an)] + list(set(dg) | set(dn))
-        for option, patterns in (("--include", include), ("--exclude", exclude)):
-            for g in patterns:
-                if not any(fnmatch.fnmatchcase(p, g.lstrip("/")) for p in everything):
-                    raise UsageError(f"{option} {g!r} matches no dataset or attribute of "
-                                     f"{golden} or {new}")
+        out.names = set(everything)
+        if check_patterns:
+            check_patterns_match(include, exclude, everything, f"{golden} or {new}")
         # to say when a difference happens (the time axis is linked into several groups, so it is
         # not always visited under its root name)
         time_g = _read_all(fg["time"] if "time" in fg else None, golden)
@@ -205,6 +203,21 @@ def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
             out.results.append(_compare_dataset(path, dg[path], dn[path], tol, time_g, fg,
                                                 golden, new))
         return out  # the time axis itself is compared as a dataset like any other
+
+
+def check_tolerances(rtol: float, atol: float) -> None:
+    for name, value in (("--rtol", rtol), ("--atol", atol)):
+        if not 0 <= value < np.inf:
+            raise UsageError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+def check_patterns_match(include, exclude, names, where: str) -> None:
+    """A UsageError for an --include / --exclude pattern that matches none of `names`: a typo
+    there would compare nothing and pass."""
+    for option, patterns in (("--include", include), ("--exclude", exclude)):
+        for g in patterns:
+            if not any(fnmatch.fnmatchcase(p, g.lstrip("/")) for p in names):
+                raise UsageError(f"{option} {g!r} matches no dataset or attribute of {where}")
 
 
 def _equal_attr(a, b) -> bool:
