@@ -227,7 +227,7 @@ class ContactWorld:
         for k, (p, n, d) in enumerate(self._collide(shape.geometry, transform(pose), self._ground,
                                                     self._identity, shape.kind in _PATCH_KINDS)):
             contacts.append(self._contact(system, shape, None, -1, "ground", p, n, d, pair,
-                                          (id(system), shape.index, "ground", k)))
+                                          (system.name, shape.index, "ground", k)))
 
     def _pair_contacts(self, sa, a, pa, sb, b, pb, contacts) -> None:
         pair = self.material_pair(a.material, b.material)
@@ -236,7 +236,8 @@ class ContactWorld:
         for k, (p, n, d) in enumerate(self._collide(a.geometry, transform(pa), b.geometry,
                                                     transform(pb), patches)):
             contacts.append(self._contact(sa, a, sb, b.body, name_b, p, n, d, pair,
-                                          (id(sa), a.index, id(sb), b.index, k)))
+                                          (sa.name, a.index,
+                                           sb.name if sb is not None else None, b.index, k)))
 
     def _contact(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> Contact:
         n = n / norm(n)

@@ -91,6 +91,32 @@ class World:
         """The contacts of the last step, with their impulses."""
         return list(self.contacts)
 
+    # --- the state (raisimcli.physics.state, docs/physics.md) ---------------------------------
+    def get_state(self):
+        """Everything the next step depends on, as a WorldState of copies: restore it with
+        set_state into a world of the same structure and the steps that follow are
+        bit-identical."""
+        from raisimcli.physics.state import WorldState, system_state
+        return WorldState(self.step_count, self.dt, self.gravity.copy(),
+                          tuple(system_state(s) for s in self.systems), dict(self._warm_start))
+
+    def set_state(self, state) -> None:
+        """Put a WorldState (from get_state of a world with the same robots) into this world."""
+        from raisimcli.physics.state import restore_system
+        names = [s.name for s in self.systems]
+        if [st.name for st in state.systems] != names:
+            raise StateError(f"the state is of a world with the systems "
+                             f"{[st.name for st in state.systems]}; this one has {names}")
+        self.set_time_step(state.dt)
+        self.set_gravity(state.gravity)
+        for s, st in zip(self.systems, state.systems):
+            restore_system(s, st)
+        self.step_count = int(state.step_count)
+        self._warm_start = dict(state.warm_start)
+        self.contacts = []
+        for s in self.systems:
+            s.last_contacts = []
+
     def integrate1(self) -> None:
         """Integration Steps 1-6 of every system, then collision detection."""
         for s in self.systems:

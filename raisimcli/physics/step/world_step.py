@@ -27,10 +27,11 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         r = st["joint_rows"]
         if r.m and len(systems) == 1:
             parts.append(r)  # one system: its columns are all the columns
-        elif r.m:
+        elif r.m:  # the keys name the system: two robots may have joints of the same name
             J = np.zeros((r.m, N))
             J[:, offsets[k]:offsets[k + 1]] = r.J
-            parts.append(Rows(J, r.target, r.lo, r.hi, r.source, r.key, r.block_start,
+            parts.append(Rows(J, r.target, r.lo, r.hi, r.source,
+                              [(s.name,) + tuple(key) for key in r.key], r.block_start,
                               r.block_kind, r.block_mu))
     if contacts:
         u_now = np.concatenate([s.u for s in systems])
