@@ -67,3 +67,35 @@ def test_independent_rows_drop_dependent_ones(rng):
     full = J[:3] @ J[:3].T
     assert list(independent_rows(full, 1e-10 * np.max(np.diag(full)))) == [0, 1, 2]
     assert len(independent_rows(np.zeros((2, 2)), 0.0)) == 0
+
+
+@pytest.mark.parametrize("robot", ["quadruped.urdf", "spherical_chain.urdf", "arm7.urdf"])
+def test_the_block_transforms_give_the_bits_of_the_dense_products_with_T(rng, robot):
+    """The velocity transform T applied as 3x3 blocks (raisimcli.physics.conventions) against
+    the dense products with T: the same nonzero terms in the same order, so the same bits."""
+    from conftest import robot as path
+    from raisimcli.model import load_urdf
+    from raisimcli.physics.conventions import Conventions
+    model = load_urdf(path(robot))
+    conv = Conventions(model)
+    for _ in range(5):
+        q = model.neutral_configuration()
+        q = q + 0.3 * rng.standard_normal(q.size)
+        q = conv.normalize(q)
+        T = conv.velocity_transform(q)
+        R = conv.rotations(q)
+        upper = np.triu(rng.standard_normal((model.nv, model.nv)))
+        M_pin = np.triu(upper) + np.triu(upper, 1).T
+        u = rng.standard_normal(model.nv)
+        J = rng.standard_normal((3, model.nv))
+        h_pin = rng.standard_normal(model.nv)
+        got_pin, got = conv.mass_matrix(R, upper)
+        assert got_pin.tobytes() == M_pin.tobytes()
+        assert np.array_equal(got, congruence(T, M_pin))
+        assert np.array_equal(conv.to_pin_velocity(R, u), matmul(T.T, u))
+        assert np.array_equal(conv.from_pin_columns(R, J), matmul(J, T.T))
+        u_pin = matmul(T.T, u)
+        expected_h = matmul(T, h_pin + matmul(M_pin, conv.bias_correction(u_pin)))
+        assert np.array_equal(conv.nonlinearities(R, h_pin, M_pin, u_pin), expected_h)
+        if conv.identity:
+            assert R.shape == (0, 3, 3) and np.array_equal(got, M_pin)

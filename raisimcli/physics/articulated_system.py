@@ -14,7 +14,7 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import StateError
-from raisimcli.linalg import Cholesky, congruence, cross, dot, matmul, norm
+from raisimcli.linalg import Cholesky, cross, dot, matmul, norm
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.conventions import Conventions
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
@@ -67,7 +67,7 @@ class ArticulatedSystem:
         for j in model.moving_joints:
             if j.type == "floating":
                 self._floating_u[j.u_slice] = True
-        self._lower = np.tril_indices(nv, -1)
+        self._no_blocks = np.empty((0, 3, 3))
         self._pin_gravity = None  # the gravity last given to the Pinocchio model
         self._total_mass = pin.computeTotalMass(self._pm)
         self._u_of = {j.name: j.u_slice for j in model.moving_joints}
@@ -189,12 +189,13 @@ class ArticulatedSystem:
     # kinematics (world frame)
     # ============================================================================================
     def _pin_state(self):
-        """(q_pin, u_pin, T) at the current state: Pinocchio's coordinates and velocity, and the
-        velocity transform of :mod:`raisimcli.physics.conventions`."""
+        """(q_pin, u_pin, R) at the current state: Pinocchio's coordinates and velocity, and the
+        rotation blocks of the velocity transform T of :mod:`raisimcli.physics.conventions`
+        (None when T = I)."""
         if "pin" not in self._cache:
-            T = None if self.conv.identity else self.conv.velocity_transform(self.q)
-            u_pin = self.u if T is None else matmul(T.T, self.u)
-            self._cache["pin"] = (self.q[self.pinocchio.q_to_pin], u_pin, T)
+            R = None if self.conv.identity else self.conv.rotations(self.q)
+            u_pin = self.u if R is None else self.conv.to_pin_velocity(R, self.u)
+            self._cache["pin"] = (self.q[self.pinocchio.q_to_pin], u_pin, R)
         return self._cache["pin"]
 
     def _kinematics(self):
@@ -250,15 +251,15 @@ class ArticulatedSystem:
 
     def _jacobians_at(self, body: int, point_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self._joint_jacobians()
-        T = self._pin_state()[2]
+        R = self._pin_state()[2]
         Jj = pin.getJointJacobian(self._pm, self._data, body, pin.LOCAL_WORLD_ALIGNED)
         Jj = Jj.reshape(6, self.nv)  # eigenpy returns (6,) when nv == 1
         origin = self._data.oMi[body].translation
         r = point_world - origin
         J_lin = Jj[:3] - matmul(_skew(r), Jj[3:])   # v_point = v_origin + omega x r
         J_rot = Jj[3:]
-        if T is not None:
-            J_lin, J_rot = matmul(J_lin, T.T), matmul(J_rot, T.T)
+        if R is not None:
+            J_lin, J_rot = self.conv.from_pin_columns(R, J_lin), self.conv.from_pin_columns(R, J_rot)
         return J_lin, J_rot
 
     def get_dense_jacobian(self, link: str, point=None) -> np.ndarray:
@@ -303,11 +304,10 @@ class ArticulatedSystem:
     def get_mass_matrix(self) -> np.ndarray:
         """M (nv, nv), rotor inertia included on its diagonal."""
         if "M" not in self._cache:
-            q_pin, _, T = self._pin_state()
-            M = pin.crba(self._pm, self._data, q_pin)  # upper triangle
-            M[self._lower] = M.T[self._lower]
-            self._cache["M_pin"] = M
-            self._cache["M"] = M if T is None else congruence(T, M)
+            q_pin, _, R = self._pin_state()
+            upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
+            M_pin, M = self.conv.mass_matrix(self._no_blocks if R is None else R, upper)
+            self._cache["M_pin"], self._cache["M"] = M_pin, M
         return self._cache["M"]
 
     def get_nonlinearities(self, gravity=None) -> np.ndarray:
@@ -316,15 +316,14 @@ class ArticulatedSystem:
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
         key = ("h", g[0], g[1], g[2])
         if key not in self._cache:
-            q_pin, u_pin, T = self._pin_state()
+            q_pin, u_pin, R = self._pin_state()
             self._sync_gravity(g)
             h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
-            if T is None:
+            if R is None:
                 h = h_pin.copy()
             else:
                 self.get_mass_matrix()
-                c = self.conv.bias_correction(u_pin)
-                h = matmul(T, h_pin + matmul(self._cache["M_pin"], c))
+                h = self.conv.nonlinearities(R, h_pin, self._cache["M_pin"], u_pin)
             self._cache[key] = h
         return self._cache[key]
 

@@ -20,9 +20,86 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from raisimcli.model.types import RobotModel
 from raisimcli.linalg import cross, matmul, norm
+
+
+# --- T as 3x3 blocks: the transforms in compiled loops ------------------------------------------
+# T is the identity but for 3x3 rotation blocks on the diagonal. Its products are computed block
+# by block: the same nonzero terms, summed in the same (index) order, as the dense products
+# linalg.matmul(T, ...) would sum them (the dense loops only add exact zeros besides), so the
+# results are the same bits, for O(nv) work instead of O(nv^3). `bu[k]`: the first u index of
+# block k; `bq[k]`: the q index of the quaternion (w, x, y, z) that gives its rotation.
+@njit(cache=True)
+def _rotations(q, bq, R):
+    """R[k] = the rotation of the quaternion at q[bq[k]:bq[k] + 4] (quat_to_matrix's formula)."""
+    for k in range(bq.shape[0]):
+        w, x, y, z = q[bq[k]], q[bq[k] + 1], q[bq[k] + 2], q[bq[k] + 3]
+        R[k, 0, 0] = 1 - 2 * (y * y + z * z)
+        R[k, 0, 1] = 2 * (x * y - w * z)
+        R[k, 0, 2] = 2 * (x * z + w * y)
+        R[k, 1, 0] = 2 * (x * y + w * z)
+        R[k, 1, 1] = 1 - 2 * (x * x + z * z)
+        R[k, 1, 2] = 2 * (y * z - w * x)
+        R[k, 2, 0] = 2 * (x * z - w * y)
+        R[k, 2, 1] = 2 * (y * z + w * x)
+        R[k, 2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def _rotate_columns(A, bu, R, out):
+    """out = A T^T for A (m, nv)."""
+    out[:, :] = A
+    for k in range(bu.shape[0]):
+        b = bu[k]
+        for i in range(A.shape[0]):
+            for r in range(3):
+                out[i, b + r] = A[i, b] * R[k, r, 0] + A[i, b + 1] * R[k, r, 1] + \
+                    A[i, b + 2] * R[k, r, 2]
+
+
+@njit(cache=True)
+def _rotate_rows(A, bu, R, transpose, out):
+    """out = T A (or T^T A with `transpose`) for A (nv, m)."""
+    out[:, :] = A
+    for k in range(bu.shape[0]):
+        b = bu[k]
+        for r in range(3):
+            for j in range(A.shape[1]):
+                if transpose:
+                    out[b + r, j] = R[k, 0, r] * A[b, j] + R[k, 1, r] * A[b + 1, j] + \
+                        R[k, 2, r] * A[b + 2, j]
+                else:
+                    out[b + r, j] = R[k, r, 0] * A[b, j] + R[k, r, 1] * A[b + 1, j] + \
+                        R[k, r, 2] * A[b + 2, j]
+
+
+@njit(cache=True)
+def _mass_matrix(M_upper, bu, R, M_pin, TM, out):
+    """M_pin = the symmetric matrix of Pinocchio's upper triangle; out = T M_pin T^T."""
+    n = M_upper.shape[0]
+    for i in range(n):
+        for j in range(n):
+            M_pin[i, j] = M_upper[i, j] if i <= j else M_upper[j, i]
+    _rotate_rows(M_pin, bu, R, False, TM)
+    _rotate_columns(TM, bu, R, out)
+
+
+@njit(cache=True)
+def _nonlinearities(h_pin, M_pin, c, bu, R, out):
+    """out = T (h_pin + M_pin c)."""
+    n = h_pin.shape[0]
+    v = np.empty((n, 1))
+    for i in range(n):
+        s = 0.0
+        for p in range(n):
+            s += M_pin[i, p] * c[p]
+        v[i, 0] = h_pin[i] + s
+    o = np.empty((n, 1))
+    _rotate_rows(v, bu, R, False, o)
+    out[:] = o[:, 0]
 
 
 def quat_to_matrix(q) -> np.ndarray:
@@ -85,6 +162,44 @@ class Conventions:
         self.one_dof_q = np.array([j.q_slice.start for j in one], dtype=int)
         self.one_dof_u = np.array([j.u_slice.start for j in one], dtype=int)
         self.identity = not self.floating and not self.spherical
+        blocks = [(us, qs + 3) for us, qs in self.floating] + \
+            [(us + 3, qs + 3) for us, qs in self.floating] + list(self.spherical)
+        blocks.sort()
+        self.block_u = np.array([b[0] for b in blocks], dtype=np.int64)
+        self.block_q = np.array([b[1] for b in blocks], dtype=np.int64)
+
+    # --- T as rotation blocks (compiled; the same bits as the dense products with T) -----------
+    def rotations(self, q: np.ndarray) -> np.ndarray:
+        """The rotation blocks of T at q, (k, 3, 3), in the order of `block_u`."""
+        R = np.empty((self.block_u.size, 3, 3))
+        _rotations(q, self.block_q, R)
+        return R
+
+    def to_pin_velocity(self, R: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """T^T u."""
+        out = np.empty((self.nv, 1))
+        _rotate_rows(u.reshape(-1, 1), self.block_u, R, True, out)
+        return out[:, 0]
+
+    def from_pin_columns(self, R: np.ndarray, J: np.ndarray) -> np.ndarray:
+        """J T^T for J (m, nv): a Jacobian of Pinocchio's velocity as one of ours."""
+        out = np.empty_like(J)
+        _rotate_columns(np.ascontiguousarray(J), self.block_u, R, out)
+        return out
+
+    def mass_matrix(self, R: np.ndarray, M_upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(M_pin, T M_pin T^T) of the upper triangle that Pinocchio's crba writes."""
+        n = self.nv
+        M_pin, TM, M = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+        _mass_matrix(M_upper, self.block_u, R, M_pin, TM, M)
+        return M_pin, M
+
+    def nonlinearities(self, R: np.ndarray, h_pin: np.ndarray, M_pin: np.ndarray,
+                       u_pin: np.ndarray) -> np.ndarray:
+        """h = T (h_pin + M_pin c), c the bias correction of u_pin."""
+        out = np.empty(self.nv)
+        _nonlinearities(h_pin, M_pin, self.bias_correction(u_pin), self.block_u, R, out)
+        return out
 
     # --- velocity transform ----------------------------------------------------------------------
     def velocity_transform(self, q: np.ndarray) -> np.ndarray:
