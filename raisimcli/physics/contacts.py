@@ -184,7 +184,11 @@ class ContactWorld:
             for system, shape, pose in entries[:n_robot]:
                 if pose[2, 3] - shape.radius <= h + self.margin:
                     self._ground_contacts(system, shape, pose, contacts)
-        if len(entries) > 1:
+        # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
+        # with self-collision); one robot alone on the ground has none to test
+        pairs_possible = len(self.robots) > 1 or bool(self.static) or \
+            any(r[2] for r in self.robots)
+        if len(entries) > 1 and pairs_possible:
             centers = np.array([e[2][:3, 3] for e in entries])
             radii = np.array([e[1].radius for e in entries])
             for i, j in sweep_and_prune(centers, radii, self.margin):

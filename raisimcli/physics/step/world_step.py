@@ -56,11 +56,14 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
     lam = result.impulse
     if contacts:
         _report_contact_impulses(contacts, rows, lam, result.u_next)
+    # the rows of each source (in row order), found once for every system
+    selections = {}
+    for i, src in enumerate(rows.source):
+        selections.setdefault(src, []).append(i)
     for k, (s, st) in enumerate(zip(systems, stages)):
         cols = slice(offsets[k], offsets[k + 1])
         by_source = {}
-        for source in dict.fromkeys(rows.source):
-            sel = [i for i, src in enumerate(rows.source) if src == source]
+        for source, sel in selections.items():
             g = matmul(rows.J[sel][:, cols].T, lam[sel])
             if np.any(g):
                 by_source[source] = g
