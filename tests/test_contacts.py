@@ -187,6 +187,42 @@ def test_two_free_bodies_colliding_conserve_momentum():
     assert touched and a.u[0] < 2.0 and b.u[0] > -0.5
 
 
+def test_robots_that_do_not_touch_are_independent_islands():
+    """Two robots apart on one ground step exactly as each alone in its own world: their impulse
+    problems are solved apart (one problem for both would iterate each until the other one has
+    converged too, and its cost would grow with the square of the number of robots)."""
+    def dropped(w, name, x, mass, tilt):
+        s = w.add_articulated_system(load_urdf_string(box_urdf(mass, (0.1, 0.2, 0.1))),
+                                     name=name)
+        q = s.get_generalized_coordinate()
+        q[:3] = [x, 0.0, 0.3]
+        q[3:7] = [math.cos(tilt / 2), math.sin(tilt / 2) * 0.6, math.sin(tilt / 2) * 0.8, 0.0]
+        u = np.zeros(6)
+        u[3:] = [1.0, -2.0, 0.5]  # lands on an edge or a corner, then rocks
+        s.set_state(q, u)
+        return s
+
+    setups = (("a", 0.0, 1.0, 0.4), ("b", 5.0, 4.0, 1.1))
+    together = World(0.001)
+    together.add_ground()
+    pair = [dropped(together, *args) for args in setups]
+    alone = []
+    for args in setups:
+        w = World(0.001)
+        w.add_ground()
+        alone.append((w, dropped(w, *args)))
+    iterations_differ = False
+    for _ in range(600):
+        together.integrate()
+        for w, s in alone:
+            w.integrate()
+        for s, (_, ref) in zip(pair, alone):
+            assert s.q.tobytes() == ref.q.tobytes() and s.u.tobytes() == ref.u.tobytes()
+        iterations_differ |= alone[0][1].solver_iterations != alone[1][1].solver_iterations
+    assert iterations_differ  # the two problems did converge at different sweeps
+    assert len(together.contacts) == sum(len(w.contacts) for w, _ in alone) > 0
+
+
 def test_quadruped_stands_under_pd():
     w = World(0.001)
     w.add_ground(0.0)

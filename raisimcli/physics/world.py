@@ -9,7 +9,7 @@ from raisimcli.model import RobotModel, load_urdf
 from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
 from raisimcli.physics.articulated_system import ArticulatedSystem
 from raisimcli.physics.contacts import ContactWorld
-from raisimcli.physics.step.world_step import integrate2_systems
+from raisimcli.physics.step.world_step import integrate2_world
 
 
 class World:
@@ -124,9 +124,10 @@ class World:
         self.contacts = self.contact_world.detect() if self.contact_world.active else []
 
     def integrate2(self) -> None:
-        """Integration Steps 7-12: every system's rows and the contacts in one impulse problem."""
-        self._warm_start = integrate2_systems(self.systems, self.dt, self.contacts,
-                                              self._warm_start)
+        """Integration Steps 7-12: the systems' rows and the contacts, one impulse problem per
+        island of robots in contact with each other."""
+        self._warm_start = integrate2_world(self.systems, self.dt, self.contacts,
+                                            self._warm_start)
         for s in self.systems:
             s.last_contacts = self.contacts
         self.step_count += 1

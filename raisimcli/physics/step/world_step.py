@@ -1,6 +1,8 @@
 """integrate2 of several systems at once: their joint rows and the contacts between them (and
 with the static world) form one impulse problem (spec step 4), because a contact between two robots
-couples their velocities.
+couples their velocities. Robots that touch no other robot are independent problems (islands):
+integrate2_world solves each island on its own, so a world's cost grows linearly with its number
+of robots.
 
 The unknown velocity is every system's u one after the other; J stacks the rows of all, and the
 response to the impulses is block diagonal, blockdiag(M~_s^-1) J^T (one Cholesky per system).
@@ -13,6 +15,41 @@ import numpy as np
 from raisimcli.linalg import matmul
 from raisimcli.physics.step.contact_solver import CONTACT
 from raisimcli.physics.step.solver import Rows, solve_impulses
+
+
+def islands(systems, contacts) -> list[tuple[list, list]]:
+    """The systems grouped by the contacts between them: (systems, their contacts) per group, in
+    the order of their first system; a contact with the ground or a static box belongs to its
+    robot's group."""
+    parent = list(range(len(systems)))
+    index = {id(s): k for k, s in enumerate(systems)}
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for c in contacts:
+        if c.system_b is not None and id(c.system_b) in index:
+            a, b = root(index[id(c.system_a)]), root(index[id(c.system_b)])
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, tuple[list, list]] = {}
+    for k, s in enumerate(systems):
+        groups.setdefault(root(k), ([], []))[0].append(s)
+    for c in contacts:
+        groups[root(index[id(c.system_a)])][1].append(c)
+    return list(groups.values())
+
+
+def integrate2_world(systems, dt: float, contacts=(), warm_start: dict | None = None) -> dict:
+    """Steps 7-12 for a world: every island solved on its own (see islands). Returns the impulses
+    by row key of all of them, for the next step's warm start."""
+    out: dict = {}
+    for group, group_contacts in islands(systems, contacts):
+        out.update(integrate2_systems(group, dt, group_contacts, warm_start))
+    return out
 
 
 def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None = None) -> dict:

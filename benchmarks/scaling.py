@@ -1,0 +1,142 @@
+"""How the step's cost grows: with the number of DoF, of contacts and of robots in one world; and
+the command's start-up.
+
+- DoF: the shipped robots and larger ones of example-robot-data (Panda, ANYmal, Talos), fixed or
+  floating in zero gravity with no contact, PD on every joint: time per step, next to the
+  Pinocchio floor (forwardKinematics + crba + nonLinearEffects) timed in the same run.
+- Contacts: the standing quadruped (4 sphere feet), the quadruped dropped on its back (capsule
+  legs and feet on the ground), a box resting on the ground (4 patch points).
+- Robots: 1, 2, 4, 8 standing quadrupeds in one world, 2 m apart (no contact between them).
+- `raisimcli --help` in a fresh process (best of 5).
+
+    .venv/bin/python benchmarks/scaling.py
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pinocchio as pin
+
+from common import ROBOTS, per_call_us
+from raisimcli.physics import World
+
+ERD = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
+                   "site-packages", "cmeel.prefix", "share", "example-robot-data", "robots")
+STAND = {"root.z": 0.4485, "LF_HFE": 0.6, "RF_HFE": 0.6, "LH_HFE": -0.6, "RH_HFE": -0.6,
+         "LF_KFE": -1.2, "RF_KFE": -1.2, "LH_KFE": 1.2, "RH_KFE": 1.2}
+
+
+def step_us(w: World, number: int = 300) -> float:
+    for _ in range(20):
+        w.integrate()
+    return per_call_us(w.integrate, repeat=3, number=number)
+
+
+def floor_us(s) -> float:
+    pm, pd = s._pm, s._pm.createData()
+    q_pin, u_pin, _ = s._pin_state()
+
+    def floor():
+        pin.forwardKinematics(pm, pd, q_pin, u_pin)
+        pin.crba(pm, pd, q_pin)
+        pin.nonLinearEffects(pm, pd, q_pin, u_pin)
+    return per_call_us(floor, repeat=3, number=2000)
+
+
+def dof_table() -> None:
+    robots = [("arm7", os.path.join(ROBOTS, "arm7.urdf")),
+              ("quadruped", os.path.join(ROBOTS, "quadruped.urdf")),
+              ("panda", os.path.join(ERD, "panda_description", "urdf", "panda.urdf")),
+              ("anymal_c", os.path.join(ERD, "anymal_c_simple_description", "urdf",
+                                        "anymal.urdf")),
+              ("talos_full_v2", os.path.join(ERD, "talos_data", "robots", "talos_full_v2.urdf"))]
+    print(f"{'robot':<15} {'nv':>4} {'step us':>9} {'floor us':>9} {'ratio':>7}")
+    for name, path in robots:
+        if not os.path.isfile(path):
+            print(f"{name:<15} (not installed: pip install example-robot-data)")
+            continue
+        w = World(gravity=(0.0, 0.0, 0.0))
+        s = w.add_articulated_system(path)
+        s.set_pd_gains(np.full(s.nv, 50.0), np.full(s.nv, 2.0))
+        s.set_pd_target(s.q, np.zeros(s.nv))
+        s.set_control_mode("PD_PLUS_FEEDFORWARD_TORQUE")
+        t, f = step_us(w), floor_us(s)
+        print(f"{name:<15} {s.nv:>4} {t:9.1f} {f:9.2f} {t / f:7.1f}")
+
+
+def quadruped(w: World, x: float = 0.0, back: bool = False):
+    s = w.add_articulated_system(os.path.join(ROBOTS, "quadruped.urdf"),
+                                 name=f"q{len(w.systems)}")
+    q = s.get_generalized_coordinate()
+    for k, v in STAND.items():
+        q[s.coordinate_names.index(k)] = v
+    q[0] = x
+    if back:  # upside down, on its back
+        q[2] = 0.25
+        q[3:7] = [0.0, 1.0, 0.0, 0.0]
+    s.set_state(q, np.zeros(s.nv))
+    s.set_control_mode("PD_PLUS_FEEDFORWARD_TORQUE")
+    s.set_pd_gains(np.r_[np.zeros(6), np.full(12, 300.0)], np.r_[np.zeros(6), np.full(12, 10.0)])
+    s.set_pd_target(q, np.zeros(s.nv))
+    return s
+
+
+def contacts_table() -> None:
+    print(f"\n{'contacts':<34} {'n':>4} {'step us':>9}")
+    cases = []
+    w = World()
+    w.add_ground()
+    quadruped(w)
+    cases.append(("quadruped standing", w))
+    w = World()
+    w.add_ground()
+    quadruped(w, back=True)
+    cases.append(("quadruped on its back", w))
+    w = World()
+    w.add_ground()
+    box = w.add_articulated_system(os.path.join(ROBOTS, "box.urdf"))
+    q = box.get_generalized_coordinate()
+    q[2] = 0.1
+    box.set_state(q, np.zeros(box.nv))
+    cases.append(("box resting on the ground", w))
+    for label, w in cases:
+        for _ in range(300):  # settle
+            w.integrate()
+        t = step_us(w)
+        print(f"{label:<34} {len(w.contacts):>4} {t:9.1f}")
+
+
+def robots_table() -> None:
+    print(f"\n{'robots in one world':<20} {'step us':>9} {'per robot us':>13} {'vs 1 robot':>11}")
+    one = None
+    for n in (1, 2, 4, 8):
+        w = World()
+        w.add_ground()
+        for k in range(n):
+            quadruped(w, x=2.0 * k)
+        t = step_us(w, number=100)
+        one = one or t
+        print(f"{n:<20} {t:9.1f} {t / n:13.1f} {t / one:11.2f}")
+
+
+def startup_table() -> None:
+    best = min(_time([sys.executable, "-m", "raisimcli", "--help"]) for _ in range(5))
+    base = min(_time([sys.executable, "-c", "pass"]) for _ in range(5))
+    print(f"\nraisimcli --help: {best:.3f} s in a fresh process (the interpreter alone: "
+          f"{base:.3f} s)")
+
+
+def _time(cmd) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    dof_table()
+    contacts_table()
+    robots_table()
+    startup_table()
