@@ -205,3 +205,32 @@ def test_logged_with_the_scenario_switch(tmp_path):
         assert np.abs(F[:, 0]).max() < 1e-9 and np.abs(T[:, 0]).max() < 1e-9  # zero gravity
         assert np.isnan(A[:, 0]).all() and np.isnan(A[:, names.index("LF_foot_joint")]).all()
         assert g["inverse_dynamics/force_world"].dims[0][0] == f["time"]
+
+
+@pytest.mark.parametrize("urdf", ["quadruped.urdf", "arm7.urdf", "spherical_chain.urdf",
+                                  "acme_description/urdf/acme_s400.urdf", "gripper.urdf"])
+def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, urdf):
+    """The world-frame wrenches from strided views of Pinocchio's buffers in a compiled loop
+    (raisimcli.physics.pinocchio_views) against the element-by-element path through Pinocchio's
+    own SE3.act: the same bits, on random states, accelerations and loads."""
+    w = World(0.001)
+    s = w.add_articulated_system(load_urdf(robot(urdf)))
+    s.set_compute_inverse_dynamics(True)
+    idyn = s._idyn
+    assert idyn._views is not None  # the views were made and passed their check
+    links = [link.name for link in s.model.links if link.inertial is not None]
+    for _ in range(5):
+        q = s.conv.normalize(s.q + 0.3 * rng.standard_normal(s.nq))
+        s.set_state(q, rng.standard_normal(s.nv))
+        a = rng.standard_normal(s.nv)
+        s.set_external_force(links[-1], rng.standard_normal(3), rng.standard_normal(3) * 0.1)
+        s.set_external_torque(links[0], rng.standard_normal(3))
+        loads = list(s._loads)
+        fast = idyn.compute(s.q, s.u, a, loads)
+        idyn._views, views = None, idyn._views
+        slow = idyn.compute(s.q, s.u, a, loads)
+        idyn._views = views
+        s._loads.clear()
+        for name in ("force", "torque", "actuation"):
+            x, y = getattr(fast, name), getattr(slow, name)
+            assert np.array_equal(x, y, equal_nan=True), (name, np.max(np.abs(x - y)))

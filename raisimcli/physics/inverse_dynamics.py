@@ -18,8 +18,59 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from numba import njit
 
 from raisimcli.linalg import dot, matmul
+from raisimcli.physics.pinocchio_views import checked_views
+
+
+@njit(cache=True)
+def _rotate(R, b, v, b_v, i):
+    """Row i of R[b] v[b_v] in the order Pinocchio's compiled Eigen sums it: rows 0 and 1 as one
+    SSE2 packet, left to right; row 2 as r0 v0 + (r1 v1 + r2 v2). tests/test_inverse_dynamics.py
+    checks the bits against Pinocchio's SE3.act."""
+    if i < 2:
+        return (R[b, i, 0] * v[b_v, 0] + R[b, i, 1] * v[b_v, 1]) + R[b, i, 2] * v[b_v, 2]
+    return R[b, i, 0] * v[b_v, 0] + (R[b, i, 1] * v[b_v, 1] + R[b, i, 2] * v[b_v, 2])
+
+
+@njit(cache=True)
+def _moving_wrenches(R, T, L, A, bodies, rows, force, moment, point):
+    """For each moving joint (row rows[n], child body bodies[n]): its wrench f in the world
+    frame about the world origin, oMi.act(f) = (R f_lin, R f_ang + p x R f_lin), with the
+    operations of Pinocchio's SE3::act in its order, and its position p."""
+    for n in range(bodies.shape[0]):
+        b, k = bodies[n], rows[n]
+        for i in range(3):
+            force[k, i] = _rotate(R, b, L, b, i)
+        p0, p1, p2 = T[b, 0], T[b, 1], T[b, 2]
+        f0, f1, f2 = force[k, 0], force[k, 1], force[k, 2]
+        c = (p1 * f2 - p2 * f1, p2 * f0 - p0 * f2, p0 * f1 - p1 * f0)
+        for i in range(3):
+            moment[k, i] = _rotate(R, b, A, b, i) + c[i]
+            point[k, i] = T[b, i]
+
+
+@njit(cache=True)
+def _torques_and_actuation(force, moment, point, R, rows, bodies, axes, prismatic, torque,
+                           actuation):
+    """torque = moment - point x force (about each joint's position), and for each 1-DoF joint
+    axis . torque (axis . force for a prismatic one) with the axis in the world frame."""
+    for k in range(force.shape[0]):
+        a0, a1, a2 = point[k, 0], point[k, 1], point[k, 2]
+        b0, b1, b2 = force[k, 0], force[k, 1], force[k, 2]
+        torque[k, 0] = moment[k, 0] - (a1 * b2 - a2 * b1)
+        torque[k, 1] = moment[k, 1] - (a2 * b0 - a0 * b2)
+        torque[k, 2] = moment[k, 2] - (a0 * b1 - a1 * b0)
+    for n in range(rows.shape[0]):
+        k, b = rows[n], bodies[n]
+        s = 0.0
+        for i in range(3):
+            w = 0.0
+            for p in range(3):
+                w += R[b, i, p] * axes[n, p]
+            s += w * (force[k, i] if prismatic[n] else torque[k, i])
+        actuation[k] = s
 
 
 @dataclass
@@ -72,6 +123,15 @@ class InverseDynamics:
                                [links[c.child].body for c in hanging]))
         self.moving = [(k, links[j.child].body, j) for k, j in enumerate(model.joints)
                        if j.type != "fixed"]
+        # the compiled path: index arrays, and views of the RNEA data's placements and forces
+        self._views = checked_views(system._pm, system._idyn_data)
+        self._moving_rows = np.array([k for k, _, _ in self.moving], dtype=np.int64)
+        self._moving_bodies = np.array([b for _, b, _ in self.moving], dtype=np.int64)
+        one = [(k, b, j) for k, b, j in self.moving if j.nv == 1]
+        self._one_rows = np.array([k for k, _, _ in one], dtype=np.int64)
+        self._one_bodies = np.array([b for _, b, _ in one], dtype=np.int64)
+        self._one_axes = np.array([j.axis for _, _, j in one], dtype=np.float64).reshape(-1, 3)
+        self._one_prismatic = np.array([j.type == "prismatic" for _, _, j in one])
         self._fext = pin.StdVec_Force()
         for _ in range(system._pm.njoints):
             self._fext.append(pin.Force.Zero())
@@ -88,9 +148,9 @@ class InverseDynamics:
         if conv.identity:
             u_pin, a_pin = u, a
         else:
-            T = conv.velocity_transform(q)
-            u_pin = matmul(T.T, u)
-            a_pin = matmul(T.T, a) + conv.bias_correction(u_pin)  # d/dt (T^T u)
+            R = conv.rotations(q)
+            u_pin = conv.to_pin_velocity(R, u)
+            a_pin = conv.to_pin_velocity(R, a) + conv.bias_correction(u_pin)  # d/dt (T^T u)
         # external loads as spatial forces in each body's local frame (the step's kinematics)
         fext = self._fext
         for body in self._loaded:
@@ -112,12 +172,15 @@ class InverseDynamics:
         moment = np.zeros((self.n, 3))
         point = np.zeros((self.n, 3))
         actuation = np.full(self.n, np.nan)
-        for k, body, j in self.moving:
-            oMb = data.oMi[body]
-            f_world = oMb.act(data.f[body])
-            force[k], moment[k], point[k] = f_world.linear, f_world.angular, oMb.translation
-            if j.nv == 1:
-                actuation[k] = -1.0  # marks a 1-DoF joint; filled in below
+        if self._views is not None:
+            R, T, L, A = self._views
+            _moving_wrenches(R, T, L, A, self._moving_bodies, self._moving_rows, force, moment,
+                             point)
+        else:
+            for k, body, j in self.moving:
+                oMb = data.oMi[body]
+                f_world = oMb.act(data.f[body])
+                force[k], moment[k], point[k] = f_world.linear, f_world.angular, oMb.translation
         for k, j, body, frame, welded, inertias, hanging in self.fixed:
             v, acc = data.v[body], data.a_gf[body]  # a_gf[0] = -gravity: the world's own
             w = pin.Force.Zero()
@@ -131,6 +194,12 @@ class InverseDynamics:
             oMb = data.oMi[body]
             f_world = oMb.act(w)
             force[k], moment[k], point[k] = f_world.linear, f_world.angular, oMb.act(frame)
+        if self._views is not None:
+            torque = np.empty((self.n, 3))
+            _torques_and_actuation(force, moment, point, self._views[0], self._one_rows,
+                                   self._one_bodies, self._one_axes, self._one_prismatic, torque,
+                                   actuation)
+            return JointWrenches(force, torque, actuation)
         torque = moment - _cross_rows(point, force)
         for k, body, j in self.moving:
             if j.nv == 1:
