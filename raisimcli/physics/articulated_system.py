@@ -24,6 +24,7 @@ from raisimcli.physics.step.explicit import explicit_torque
 from raisimcli.physics.step.implicit import Factorized, free_velocity, implicit_diagonal
 from raisimcli.physics.step.joint_rows import JointRowTable
 from raisimcli.physics.step.solver import DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE
+from raisimcli.physics.step.stage import Stage
 
 FORCE_AND_TORQUE = "FORCE_AND_TORQUE"
 PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
@@ -574,9 +575,9 @@ class ArticulatedSystem:
         w = self._implicit_diagonal(dt)
         factor = Factorized(M + np.diag(w), self.model.dof_names)
         u_star = free_velocity(factor, u, dt, tau_exp, h)
-        return dict(M=M, h=h, q_err=q_err, tau_cmd=tau_cmd, tau_act=tau_act,
-                    act_state=act_state, spring_err=spring_err, tau_ext=tau_ext, b=b,
-                    factor=factor, u_star=u_star, kp=kp, kd=kd)
+        return Stage(M=M, h=h, q_err=q_err, tau_cmd=tau_cmd, tau_act=tau_act,
+                     act_state=act_state, spring_err=spring_err, tau_ext=tau_ext, b=b,
+                     factor=factor, u_star=u_star, kp=kp, kd=kd)
 
     def effective_scheme(self) -> str:
         """The scheme this step uses after the replacement rules of spec step 6."""
@@ -608,22 +609,22 @@ class ArticulatedSystem:
         from raisimcli.physics.step.world_step import integrate2_systems
         integrate2_systems([self], dt, contacts)
 
-    def _prepare(self, dt: float) -> dict:
+    def prepare_step(self, dt: float) -> Stage:
         """Steps 7-9 and the free velocity u* of step 4, and the joint rows that act."""
         if self._stage != (dt, self._state_version):
             self.integrate1(dt)
         s = self._explicit_stage(self.q, self.u, dt)
-        s["joint_rows"] = self.joint_rows.rows(self.q, s["u_star"], dt)
-        s["u_free"] = s["u_star"]  # the solver's starting velocity: u*, or u_0 with constraints
+        s.joint_rows = self.joint_rows.rows(self.q, s.u_star, dt)
+        s.u_free = s.u_star  # the solver's starting velocity: u*, or u_0 with constraints
         if self.constraints:
             from raisimcli.physics.constraints import Elimination, beta, constraint_rows
             J, e, spans = constraint_rows(self)
-            elim = Elimination(J, e, s["factor"], s["u_star"], beta(self.constraint_erp, dt))
-            s["elimination"], s["constraint_spans"] = elim, spans
-            s["u_free"] = elim.u0
+            elim = Elimination(J, e, s.factor, s.u_star, beta(self.constraint_erp, dt))
+            s.elimination, s.constraint_spans = elim, spans
+            s.u_free = elim.u0
         return s
 
-    def _finish(self, dt: float, s: dict, u_solved: np.ndarray, impulse_by_source: dict,
+    def finish_step(self, dt: float, s: Stage, u_solved: np.ndarray, impulse_by_source: dict,
                 point_loads: list, iterations: int, in_contact: bool) -> None:
         """Steps 11-12 and the torque table, given the solver's velocity u* + A^-1 J_c^T lambda_c
         and the generalized impulses by source; `point_loads`: the contact forces on this system
@@ -631,26 +632,26 @@ class ArticulatedSystem:
         q, u = self.q, self.u
         scheme = self.effective_scheme()
         self.solver_iterations = iterations
-        if "elimination" in s:
+        if s.elimination is not None:
             point_loads = point_loads + self._constraint_report(s, dt, impulse_by_source)
-        act_state = s["act_state"]
+        act_state = s.act_state
         if scheme == "RUNGE_KUTTA_4":
             q_next, u_next, table, act_state = self._runge_kutta_4(
-                dt, u + (u_solved - s["u_star"]), impulse_by_source)
+                dt, u + (u_solved - s.u_star), impulse_by_source)
         else:
             u_next = u_solved
             u_bar = {"SEMI_IMPLICIT": u_next, "TRAPEZOID": 0.5 * (u + u_next),
                      "EULER": u}[scheme]
             q_next = self.conv.integrate(q, u_bar, dt)
-            table = torque_table(dt, u_next - u, u, u_next, s["tau_cmd"], s["kp"], s["kd"],
-                                 s["b"], s["tau_act"], self.k_s, s["spring_err"], s["tau_ext"],
+            table = torque_table(dt, u_next - u, u, u_next, s.tau_cmd, s.kp, s.kd,
+                                 s.b, s.tau_act, self.k_s, s.spring_err, s.tau_ext,
                                  impulse_by_source)
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt,
                                                      self._loads + point_loads)
         self.torque = table
         self.actuator_state = act_state
-        self._pd_error = s["q_err"]
+        self._pd_error = s.q_err
         self._loads.clear()
         self.q, self.u = q_next, u_next
         self._touched()
@@ -685,7 +686,7 @@ class ArticulatedSystem:
             self.q, self.u = q_stage, u_stage  # M, h and loads are evaluated at the stage
             self._touched()
             s = self._explicit_stage(q_stage, u_stage, dt)
-            a = conv.local_velocity(q_stage, (s["u_star"] - u_stage) / dt)
+            a = conv.local_velocity(q_stage, (s.u_star - u_stage) / dt)
             theta = stage_h[k] * ks_k[-1] if k else np.zeros(self.nv)
             rate = conv.local_rate(theta, y_stage)  # d theta / dt of the stage
             ks_u.append(u_stage)
@@ -699,14 +700,14 @@ class ArticulatedSystem:
         q_next = conv.integrate_local(q0, sum(wt * v for wt, v in zip(weights, ks_k)), dt)
         u_next = conv.world_velocity(q_next, y0 + dt * sum(wt * a for wt, a in zip(weights, ks_a)))
         self.q = q0
-        avg = lambda key: sum(wt * r[key] for wt, r in zip(weights, rows))  # noqa: E731
+        avg = lambda key: sum(wt * getattr(r, key) for wt, r in zip(weights, rows))  # noqa: E731
         zero = np.zeros(self.nv)
         table = torque_table(dt, zero, zero, zero, avg("tau_cmd"), zero, zero, zero,
                              avg("tau_act"), zero, zero, avg("tau_ext"), impulse_by_source)
-        table["damping"] = -sum(wt * r["b"] * v for wt, r, v in zip(weights, rows, ks_u))
-        table["springs"] = sum(wt * self.k_s * r["spring_err"] for wt, r in zip(weights, rows))
+        table["damping"] = -sum(wt * r.b * v for wt, r, v in zip(weights, rows, ks_u))
+        table["springs"] = sum(wt * self.k_s * r.spring_err for wt, r in zip(weights, rows))
         table["total"] = sum(table[k] for k in table if k != "total")
-        return q_next, u_next, table, s["act_state"]
+        return q_next, u_next, table, s.act_state
 
     # ============================================================================================
     # inverse dynamics (spec: "Inverse Dynamics")
@@ -813,14 +814,14 @@ class ArticulatedSystem:
             f"mimic_{follower}", follower, leader, float(multiplier), float(offset),
             f.u_slice.start, l_.u_slice.start, f.q_slice.start, l_.q_slice.start))
 
-    def _constraint_report(self, s: dict, dt: float, impulse_by_source: dict) -> list:
+    def _constraint_report(self, s: Stage, dt: float, impulse_by_source: dict) -> list:
         """Per-constraint impulses and errors of this step; their generalized impulse joins the
         table; returns their forces as point loads (inverse dynamics)."""
-        elim = s["elimination"]
-        lam = elim.impulses(s["constraint_recover"], s["solver_impulses"])
+        elim = s.elimination
+        lam = elim.impulses(s.constraint_recover, s.solver_impulses)
         impulse_by_source["constraints"] = matmul(elim.J_all.T, lam)
         impulses, errors, loads = [], [], []
-        for c, (r0, r1, axes, points) in zip(self.constraints, s["constraint_spans"]):
+        for c, (r0, r1, axes, points) in zip(self.constraints, s.constraint_spans):
             if axes is None:
                 impulses.append(np.array([lam[r0], 0.0, 0.0]))
                 errors.append(np.array([elim.e_all[r0], 0.0, 0.0]))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from typing import Callable
 
 import numpy as np

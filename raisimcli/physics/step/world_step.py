@@ -55,13 +55,13 @@ def integrate2_world(systems, dt: float, contacts=(), warm_start: dict | None = 
 def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None = None) -> dict:
     """Steps 7-12 for `systems` with `contacts` (see raisimcli.physics.contacts). Returns the
     impulses by row key, for the next step's warm start."""
-    stages = [s._prepare(dt) for s in systems]
+    stages = [s.prepare_step(dt) for s in systems]
     offsets = np.cumsum([0] + [s.nv for s in systems])
     N = int(offsets[-1])
     index = {id(s): k for k, s in enumerate(systems)}
     parts = []
     for k, (s, st) in enumerate(zip(systems, stages)):
-        r = st["joint_rows"]
+        r = st.joint_rows
         if r.m and len(systems) == 1:
             parts.append(r)  # one system: its columns are all the columns
         elif r.m:  # the keys name the system: two robots may have joints of the same name
@@ -74,13 +74,13 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         u_now = np.concatenate([s.u for s in systems])
         parts.append(_contact_rows(contacts, systems, index, offsets, N, dt, u_now))
     rows = Rows.stack(parts) if parts else Rows.empty(N)
-    u_star = np.concatenate([st["u_free"] for st in stages]) if systems else np.zeros(0)
+    u_star = np.concatenate([st.u_free for st in stages]) if systems else np.zeros(0)
     response = np.zeros((N, rows.m))
     for k, st in enumerate(stages):
         cols = slice(offsets[k], offsets[k + 1])
-        Y = st["factor"].solve(rows.J[:, cols].T) if rows.m else np.zeros((systems[k].nv, 0))
-        if "elimination" in st:  # the constrained mechanism's response, M_c^-1 J_c^T
-            Y, st["constraint_recover"] = st["elimination"].response(Y)
+        Y = st.factor.solve(rows.J[:, cols].T) if rows.m else np.zeros((systems[k].nv, 0))
+        if st.elimination is not None:  # the constrained mechanism's response, M_c^-1 J_c^T
+            Y, st.constraint_recover = st.elimination.response(Y)
         response[cols] = Y
     impulse0 = None
     if warm_start and rows.m:
@@ -105,8 +105,8 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
             if np.any(g):
                 by_source[source] = g
         point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)]
-        st["solver_impulses"] = lam
-        s._finish(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
+        st.solver_impulses = lam
+        s.finish_step(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
                   any(c.touches(s) for c in contacts))
     return {key: float(x) for key, x in zip(rows.key, lam)}
 
