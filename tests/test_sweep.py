@@ -203,6 +203,10 @@ def test_run_of_several_scenarios_into_a_folder_and_compare_of_two_folders(tmp_p
     assert r.exit_code == 2 and "not a folder" in r.output
     r = invoke("compare", golden, new, "--include", "robots/nobody/*")
     assert r.exit_code == 2 and "matches no dataset" in r.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text(open(CARTPOLE).read().replace("kp = { slider = 400.0 }", "kp = { slidr = 1.0 }"))
+    r = invoke("run", CARTPOLE, bad, "-o", tmp_path / "never")
+    assert r.exit_code == 2 and "bad.toml" in r.output and not (tmp_path / "never").exists()
     os.makedirs(tmp_path / "x")
     shutil.copy(CARTPOLE, tmp_path / "x" / "cartpole.toml")
     r = invoke("run", CARTPOLE, tmp_path / "x" / "cartpole.toml", "-o", new)

@@ -144,8 +144,7 @@ def resumable(out_dir: str, task: Task) -> CaseResult | None:
 
 
 def run_tasks(tasks: list[Task], out_dir: str, scheduler: Scheduler, *, resume: bool = False,
-              on_result: Callable[[CaseResult], None] | None = None,
-              on_start: Callable[[int], None] | None = None) -> dict[str, CaseResult]:
+              on_result: Callable[[CaseResult], None] | None = None) -> dict[str, CaseResult]:
     """Run `tasks` and store their logs in `out_dir`; name -> result, in the tasks' order. On a
     KeyboardInterrupt the cases not done are cancelled, marked so, and the exception re-raised
     with `.results` attached."""
@@ -160,8 +159,6 @@ def run_tasks(tasks: list[Task], out_dir: str, scheduler: Scheduler, *, resume: 
                 on_result(r)
         else:
             todo.append(t)
-    if on_start:
-        on_start(len(todo))
     cluster = None
     try:
         if todo:

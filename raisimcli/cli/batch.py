@@ -29,9 +29,11 @@ def scheduler_options(fn):
     return fn
 
 
-def check_output_folder(out_dir: str) -> str:
+def check_output_folder(out_dir: str, create: bool = True) -> str:
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError(f"-o {out_dir}: is a file; expected the output folder")
+    if not create:
+        return os.path.abspath(out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
@@ -41,7 +43,7 @@ def check_output_folder(out_dir: str) -> str:
     return os.path.abspath(out_dir)
 
 
-def prepare_cases(cases, duration, strict, ignore):
+def prepare_cases(cases, out_dir, duration, strict, ignore):
     """Resolve each case on the client. `cases`: (name, scenario path, overrides, parameters,
     fails_alone). A case whose resolution fails is an error result when `fails_alone` (a bad
     value of a sweep), else the error stops everything (exit 2). Returns (tasks, failed)."""
@@ -51,7 +53,7 @@ def prepare_cases(cases, duration, strict, ignore):
     for name, path, overrides, _, fails_alone in cases:
         try:
             scn = load_scenario(path, tuple(overrides), duration=duration,
-                                log_path=os.path.join(os.getcwd(), f"{name}.h5"), strict=strict,
+                                log_path=os.path.join(out_dir, f"{name}.h5"), strict=strict,
                                 ignore_warnings=ignore)
         except RaisimcliError as e:
             if not fails_alone:
@@ -70,9 +72,10 @@ def run_batch(cases, out_dir, *, jobs, scheduler, resume, duration, strict, igno
     from raisimcli.batch.engine import Scheduler, index_rows, run_tasks, write_index
     from raisimcli.cli.main import stderr, stdout
 
-    out_dir = check_output_folder(out_dir)
+    out_dir = check_output_folder(out_dir, create=False)
     sched = Scheduler.from_options(jobs, scheduler)
-    tasks, failed = prepare_cases(cases, duration, strict, ignore)
+    tasks, failed = prepare_cases(cases, out_dir, duration, strict, ignore)  # exit 2 here: no folder
+    check_output_folder(out_dir)
     order = [c[0] for c in cases]
     parameters = {c[0]: dict(c[3]) for c in cases}
     show = not quiet and not as_json
