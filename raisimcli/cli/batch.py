@@ -73,9 +73,10 @@ def run_batch(cases, out_dir, *, jobs, scheduler, resume, duration, strict, igno
     from raisimcli.cli.main import stderr, stdout
 
     out_dir = check_output_folder(out_dir, create=False)
-    sched = Scheduler.from_options(jobs, scheduler)
     tasks, failed = prepare_cases(cases, out_dir, duration, strict, ignore)  # exit 2 here: no folder
     check_output_folder(out_dir)
+    sched = Scheduler.from_options(jobs, scheduler)
+    sched = Scheduler(max(1, min(sched.jobs, len(tasks))), sched.address)  # never idle workers
     order = [c[0] for c in cases]
     parameters = {c[0]: dict(c[3]) for c in cases}
     show = not quiet and not as_json
