@@ -51,7 +51,9 @@ def _rotations(q, bq, R):
 @njit(cache=True)
 def _rotate_columns(A, bu, R, out):
     """out = A T^T for A (m, nv)."""
-    out[:, :] = A
+    for i in range(A.shape[0]):  # element loops, not slice assignments: those compile numba's
+        for j in range(A.shape[1]):  # broadcasting checks and their messages (seconds on first use)
+            out[i, j] = A[i, j]
     for k in range(bu.shape[0]):
         b = bu[k]
         for i in range(A.shape[0]):
@@ -63,7 +65,9 @@ def _rotate_columns(A, bu, R, out):
 @njit(cache=True)
 def _rotate_rows(A, bu, R, transpose, out):
     """out = T A (or T^T A with `transpose`) for A (nv, m)."""
-    out[:, :] = A
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            out[i, j] = A[i, j]
     for k in range(bu.shape[0]):
         b = bu[k]
         for r in range(3):
@@ -99,7 +103,8 @@ def _nonlinearities(h_pin, M_pin, c, bu, R, out):
         v[i, 0] = h_pin[i] + s
     o = np.empty((n, 1))
     _rotate_rows(v, bu, R, False, o)
-    out[:] = o[:, 0]
+    for i in range(n):
+        out[i] = o[i, 0]
 
 
 def quat_to_matrix(q) -> np.ndarray:

@@ -67,11 +67,17 @@ def solve_contact(G, v0, tn, mu, lam_out):
         lam_out[1] = 0.0
         lam_out[2] = 0.0
         return
-    target = np.zeros(3)
-    target[2] = tn
-    lam, ok = _solve3(G, target - v0)
+    # element by element, not as array expressions: those compile numba's broadcasting checks
+    # and their error messages, seconds on a fresh cache
+    rhs = np.empty(3)
+    rhs[0] = 0.0 - v0[0]
+    rhs[1] = 0.0 - v0[1]
+    rhs[2] = tn - v0[2]
+    lam, ok = _solve3(G, rhs)
     if ok and lam[2] >= 0.0 and math.sqrt(lam[0] ** 2 + lam[1] ** 2) <= mu * lam[2]:
-        lam_out[:] = lam
+        lam_out[0] = lam[0]
+        lam_out[1] = lam[1]
+        lam_out[2] = lam[2]
         return
     if mu <= 0.0:  # frictionless: a normal impulse alone
         ln = max(0.0, (tn - v0[2]) / G[2, 2])
