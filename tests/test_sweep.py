@@ -213,7 +213,9 @@ def test_run_of_several_scenarios_into_a_folder_and_compare_of_two_folders(tmp_p
     assert r.exit_code == 2 and "cartpole.h5, like that of" in r.output
 
 
-def test_a_task_needs_neither_the_checkout_nor_a_shared_file_system(tmp_path):
+@pytest.mark.parametrize("name,needed", [("arm7_pd", "arm7_shoulder.csv"),
+                                         ("acme_s400", "meshes/base.stl")])  # package:// meshes
+def test_a_task_needs_neither_the_checkout_nor_a_shared_file_system(tmp_path, name, needed):
     """The task carries the files' bytes: the case runs after its files are gone."""
     from raisimcli.batch.task import make_task, run_task
     from raisimcli.scenario import load_scenario
@@ -221,11 +223,11 @@ def test_a_task_needs_neither_the_checkout_nor_a_shared_file_system(tmp_path):
     for sub in ("scenarios", "robots"):
         shutil.copytree(os.path.join(os.path.dirname(SCENARIOS), sub), copy / sub,
                         ignore=shutil.ignore_patterns("*.h5"))
-    scenario = copy / "scenarios" / "arm7_pd.toml"
+    scenario = copy / "scenarios" / f"{name}.toml"
     overrides = ("world.duration=0.1",)
     scn = load_scenario(scenario, overrides, log_path=tmp_path / "x.h5")
-    task = make_task("arm", scn, overrides)
-    assert any(p.endswith("arm7_shoulder.csv") for p in task.inputs)
+    task = make_task(name, scn, overrides)
+    assert any(p.endswith(needed) for p in task.inputs)
     reference = tmp_path / "reference.h5"
     assert invoke("run", scenario, "-q", "--set", overrides[0], "-o", reference).exit_code == 0
     shutil.rmtree(copy)
@@ -235,7 +237,9 @@ def test_a_task_needs_neither_the_checkout_nor_a_shared_file_system(tmp_path):
     ok, text = same_log(reference, tmp_path / "task.h5")
     assert ok, text
     with h5py.File(tmp_path / "task.h5") as f:  # the client's path, not the worker's folder
-        assert f["robots/arm7"].attrs["urdf_path"] == str(copy / "robots" / "arm7.urdf")
+        group = f["robots"][list(f["robots"])[0]]
+        assert group.attrs["urdf_path"] == scn.robots[0].model.path
+        assert group.attrs["urdf_path"].startswith(str(copy))
 
 
 # --- a real cluster: `dask scheduler` and `dask worker` processes --------------------------------
