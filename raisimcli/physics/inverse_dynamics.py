@@ -52,6 +52,77 @@ def _moving_wrenches(R, T, L, A, bodies, rows, force, moment, point):
 
 
 @njit(cache=True)
+def _inertia_times(mass, c, S, lin, ang, f_lin, f_ang):
+    """Pinocchio's Inertia * Motion in its order: f_lin = m (v - c x w), f_ang = S w + c x f_lin."""
+    x0 = lin[0] - (c[1] * ang[2] - c[2] * ang[1])
+    x1 = lin[1] - (c[2] * ang[0] - c[0] * ang[2])
+    x2 = lin[2] - (c[0] * ang[1] - c[1] * ang[0])
+    f_lin[0], f_lin[1], f_lin[2] = mass * x0, mass * x1, mass * x2
+    for i in range(3):
+        f_ang[i] = ((S[i, 0] * ang[0] + S[i, 1] * ang[1]) + S[i, 2] * ang[2]) + \
+            (c[(i + 1) % 3] * f_lin[(i + 2) % 3] - c[(i + 2) % 3] * f_lin[(i + 1) % 3])
+
+
+@njit(cache=True)
+def _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, rows, bodies, frames, in_off, in_mass,
+                    in_lever, in_S, hang_off, hang_bodies, load_lin, load_ang, mask, force,
+                    moment, point):
+    """Each fixed joint's wrench, as the element path computes it with Pinocchio's objects: the
+    welded links' inertial wrenches I a + v x* (I v), less their loads, plus the wrenches of the
+    moving joints hanging from them (liMi.act(f)), moved to the world frame (oMi.act), every
+    operation in the order of Pinocchio's compiled code."""
+    w_lin, w_ang = np.zeros(3), np.zeros(3)
+    ia_lin, ia_ang, iv_lin, iv_ang = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    x_lin, x_ang = np.empty(3), np.empty(3)
+    wl, wa, fr = np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3))
+    for n in range(rows.shape[0]):
+        k, b = rows[n], bodies[n]
+        for i in range(3):
+            w_lin[i] = 0.0
+            w_ang[i] = 0.0
+        for q in range(in_off[n], in_off[n + 1]):
+            _inertia_times(in_mass[q], in_lever[q], in_S[q], aL[b], aA[b], ia_lin, ia_ang)
+            _inertia_times(in_mass[q], in_lever[q], in_S[q], vL[b], vA[b], iv_lin, iv_ang)
+            # v x* (I v): (w x f_lin, w x f_ang + v x f_lin)
+            om, vl = vA[b], vL[b]
+            x_lin[0] = om[1] * iv_lin[2] - om[2] * iv_lin[1]
+            x_lin[1] = om[2] * iv_lin[0] - om[0] * iv_lin[2]
+            x_lin[2] = om[0] * iv_lin[1] - om[1] * iv_lin[0]
+            x_ang[0] = (om[1] * iv_ang[2] - om[2] * iv_ang[1]) + (vl[1] * iv_lin[2] - vl[2] * iv_lin[1])
+            x_ang[1] = (om[2] * iv_ang[0] - om[0] * iv_ang[2]) + (vl[2] * iv_lin[0] - vl[0] * iv_lin[2])
+            x_ang[2] = (om[0] * iv_ang[1] - om[1] * iv_ang[0]) + (vl[0] * iv_lin[1] - vl[1] * iv_lin[0])
+            for i in range(3):
+                w_lin[i] = (w_lin[i] + ia_lin[i]) + x_lin[i]
+                w_ang[i] = (w_ang[i] + ia_ang[i]) + x_ang[i]
+        for j in range(load_lin.shape[0]):
+            if mask[n, j]:
+                for i in range(3):
+                    w_lin[i] = w_lin[i] - load_lin[j, i]
+                    w_ang[i] = w_ang[i] - load_ang[j, i]
+        for h in range(hang_off[n], hang_off[n + 1]):
+            c = hang_bodies[h]
+            for i in range(3):
+                x_lin[i] = _rotate(lR, c, L, c, i)
+            for i in range(3):
+                x_ang[i] = _rotate(lR, c, A, c, i) + \
+                    (lT[c, (i + 1) % 3] * x_lin[(i + 2) % 3] - lT[c, (i + 2) % 3] * x_lin[(i + 1) % 3])
+            for i in range(3):
+                w_lin[i] = w_lin[i] + x_lin[i]
+                w_ang[i] = w_ang[i] + x_ang[i]
+        for i in range(3):
+            wl[0, i] = w_lin[i]
+            wa[0, i] = w_ang[i]
+            fr[0, i] = frames[n, i]
+        for i in range(3):
+            force[k, i] = _rotate(R, b, wl, 0, i)
+        for i in range(3):
+            moment[k, i] = _rotate(R, b, wa, 0, i) + \
+                (T[b, (i + 1) % 3] * force[k, (i + 2) % 3] - T[b, (i + 2) % 3] * force[k, (i + 1) % 3])
+        for i in range(3):
+            point[k, i] = _rotate(R, b, fr, 0, i) + T[b, i]
+
+
+@njit(cache=True)
 def _torques_and_actuation(force, moment, point, R, rows, bodies, axes, prismatic, torque,
                            actuation):
     """torque = moment - point x force (about each joint's position), and for each 1-DoF joint
@@ -132,6 +203,21 @@ class InverseDynamics:
         self._one_bodies = np.array([b for _, b, _ in one], dtype=np.int64)
         self._one_axes = np.array([j.axis for _, _, j in one], dtype=np.float64).reshape(-1, 3)
         self._one_prismatic = np.array([j.type == "prismatic" for _, _, j in one])
+        if self._views is not None:
+            from raisimcli.physics.pinocchio_views import extra_views
+            self._extra = extra_views(system._idyn_data, system._pm.njoints)
+            f = self.fixed
+            self._fixed_rows = np.array([x[0] for x in f], dtype=np.int64)
+            self._fixed_bodies = np.array([x[2] for x in f], dtype=np.int64)
+            self._fixed_frames = np.array([x[3] for x in f], dtype=np.float64).reshape(-1, 3)
+            inertias = [I for x in f for I in x[5]]
+            self._in_off = np.cumsum([0] + [len(x[5]) for x in f]).astype(np.int64)
+            self._in_mass = np.array([I.mass for I in inertias], dtype=np.float64)
+            self._in_lever = np.array([I.lever for I in inertias], dtype=np.float64).reshape(-1, 3)
+            self._in_S = np.array([I.inertia for I in inertias],
+                                  dtype=np.float64).reshape(-1, 3, 3)
+            self._hang_off = np.cumsum([0] + [len(x[6]) for x in f]).astype(np.int64)
+            self._hang_bodies = np.array([c for x in f for c in x[6]], dtype=np.int64)
         self._fext = pin.StdVec_Force()
         for _ in range(system._pm.njoints):
             self._fext.append(pin.Force.Zero())
@@ -181,7 +267,21 @@ class InverseDynamics:
                 oMb = data.oMi[body]
                 f_world = oMb.act(data.f[body])
                 force[k], moment[k], point[k] = f_world.linear, f_world.angular, oMb.translation
-        for k, j, body, frame, welded, inertias, hanging in self.fixed:
+        if self._views is not None and self.fixed:
+            (lR, lT), (vL, vA), (aL, aA) = self._extra
+            nl = len(per_link)
+            load_lin, load_ang = np.zeros((nl, 3)), np.zeros((nl, 3))
+            for i, (_, _, f_local) in enumerate(per_link):
+                load_lin[i], load_ang[i] = f_local.linear, f_local.angular
+            mask = np.array([[link in x[4] for link, _, _ in per_link] for x in self.fixed],
+                            dtype=np.bool_).reshape(len(self.fixed), nl)
+            R, T, L, A = self._views
+            _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, self._fixed_rows,
+                            self._fixed_bodies, self._fixed_frames, self._in_off, self._in_mass,
+                            self._in_lever, self._in_S, self._hang_off, self._hang_bodies,
+                            load_lin, load_ang, mask, force, moment, point)
+        for k, j, body, frame, welded, inertias, hanging in \
+                (self.fixed if self._views is None else ()):
             v, acc = data.v[body], data.a_gf[body]  # a_gf[0] = -gravity: the world's own
             w = pin.Force.Zero()
             for I in inertias:

@@ -33,12 +33,14 @@ def _view(base: int, count: int, stride: int, shape: tuple, strides: tuple,
                       strides=(stride,) + strides)
 
 
-def placement_views(data, n: int):
-    """(rotation (n, 3, 3), translation (n, 3)) views of data.oMi, or None."""
+def placement_views(data, n: int, name: str = "oMi"):
+    """(rotation (n, 3, 3), translation (n, 3)) views of data.oMi (or another vector of SE3), or
+    None."""
     if n < 2:
         return None
-    r0, r1 = data.oMi[0].rotation, data.oMi[1].rotation
-    t0 = data.oMi[0].translation
+    vec = getattr(data, name)
+    r0, r1 = vec[0].rotation, vec[1].rotation
+    t0 = vec[0].translation
     if r0.flags["OWNDATA"] or r0.strides != (8, 24) or t0.strides != (8,):
         return None
     stride = _address(r1) - _address(r0)
@@ -47,11 +49,13 @@ def placement_views(data, n: int):
     return R, T
 
 
-def force_views(data, n: int):
-    """(linear (n, 3), angular (n, 3)) views of data.f, or None."""
+def force_views(data, n: int, name: str = "f"):
+    """(linear (n, 3), angular (n, 3)) views of data.f (or another vector of spatial forces or
+    motions: data.v, data.a_gf), or None."""
     if n < 2:
         return None
-    l0, l1, a0 = data.f[0].linear, data.f[1].linear, data.f[0].angular
+    vec = getattr(data, name)
+    l0, l1, a0 = vec[0].linear, vec[1].linear, vec[0].angular
     if l0.flags["OWNDATA"] or l0.strides != (8,) or a0.strides != (8,):
         return None
     stride = _address(l1) - _address(l0)
@@ -60,11 +64,12 @@ def force_views(data, n: int):
 
 
 def checked_views(model, data):
-    """Both views of `data` (of `model`), checked entry by entry against the accessors after a
-    forward pass and an RNEA at a random configuration; None if anything differs."""
+    """Views of `data` (of `model`): (R, T) of oMi, (L, A) of f, checked entry by entry against
+    the accessors after a forward pass and an RNEA at a random configuration; None if anything
+    differs. extra_views(data) gives liMi, v and a_gf, checked the same way by this call."""
     n = model.njoints
     placements, forces = placement_views(data, n), force_views(data, n)
-    if placements is None or forces is None:
+    if placements is None or forces is None or extra_views(data, n) is None:
         return None
     rng = np.random.default_rng(7)
     q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
@@ -73,10 +78,24 @@ def checked_views(model, data):
     pin.rnea(model, data, q, v, a)
     R, T = placements
     L, A = forces
+    (lR, lT), (vL, vA), (aL, aA) = extra_views(data, n)
     for k in range(n):
         if not (np.array_equal(R[k], data.oMi[k].rotation) and
                 np.array_equal(T[k], data.oMi[k].translation) and
                 np.array_equal(L[k], data.f[k].linear) and
-                np.array_equal(A[k], data.f[k].angular)):
+                np.array_equal(A[k], data.f[k].angular) and
+                np.array_equal(lR[k], data.liMi[k].rotation) and
+                np.array_equal(lT[k], data.liMi[k].translation) and
+                np.array_equal(vL[k], data.v[k].linear) and
+                np.array_equal(vA[k], data.v[k].angular) and
+                np.array_equal(aL[k], data.a_gf[k].linear) and
+                np.array_equal(aA[k], data.a_gf[k].angular)):
             return None
     return R, T, L, A
+
+
+def extra_views(data, n: int):
+    """((R, T) of liMi, (linear, angular) of v, (linear, angular) of a_gf), or None."""
+    views = (placement_views(data, n, "liMi"), force_views(data, n, "v"),
+             force_views(data, n, "a_gf"))
+    return None if any(v is None for v in views) else views
