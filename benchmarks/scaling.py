@@ -18,9 +18,8 @@ import sys
 import time
 
 import numpy as np
-import pinocchio as pin
 
-from common import ROBOTS, per_call_us
+from common import ROBOTS, per_call_us, pinocchio_floor_us
 from raisimcli.physics import World
 
 ERD = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
@@ -33,17 +32,6 @@ def step_us(w: World, number: int = 300) -> float:
     for _ in range(20):
         w.integrate()
     return per_call_us(w.integrate, repeat=3, number=number)
-
-
-def floor_us(s) -> float:
-    pm, pd = s._pm, s._pm.createData()
-    q_pin, u_pin, _ = s._pin_state()
-
-    def floor():
-        pin.forwardKinematics(pm, pd, q_pin, u_pin)
-        pin.crba(pm, pd, q_pin)
-        pin.nonLinearEffects(pm, pd, q_pin, u_pin)
-    return per_call_us(floor, repeat=3, number=2000)
 
 
 def dof_table() -> None:
@@ -63,7 +51,7 @@ def dof_table() -> None:
         s.set_pd_gains(np.full(s.nv, 50.0), np.full(s.nv, 2.0))
         s.set_pd_target(s.q, np.zeros(s.nv))
         s.set_control_mode("PD_PLUS_FEEDFORWARD_TORQUE")
-        t, f = step_us(w), floor_us(s)
+        t, f = step_us(w), pinocchio_floor_us(s, repeat=3)
         print(f"{name:<15} {s.nv:>4} {t:9.1f} {f:9.2f} {t / f:7.1f}")
 
 

@@ -8,9 +8,8 @@ extra cost of inverse dynamics over a plain step.
 import time
 
 import numpy as np
-import pinocchio as pin
 
-from common import ROBOTS, per_call_us
+from common import ROBOTS, per_call_us, pinocchio_floor_us
 from raisimcli.physics import World
 
 
@@ -33,18 +32,10 @@ def main():
           "forwardKinematics + crba + nonLinearEffects)")
     for name in ("arm7", "quadruped"):
         w, r = setup(name)
-        pm, pd = r._pm, r._pm.createData()
-        q_pin, u_pin, _ = r._pin_state()
-
-        def floor():
-            pin.forwardKinematics(pm, pd, q_pin, u_pin)
-            pin.crba(pm, pd, q_pin)
-            pin.nonLinearEffects(pm, pd, q_pin, u_pin)
-
         for _ in range(200):  # warm up
             w.integrate()
         t_step = per_call_us(w.integrate, repeat=5, number=1000)
-        t_floor = per_call_us(floor)
+        t_floor = pinocchio_floor_us(r)
         print(f"{name:<10} {t_step:9.1f} {1e6 / t_step:9.0f} {t_floor:9.2f} "
               f"{t_step / t_floor:7.1f}")
         t_id = t_plain = float("inf")

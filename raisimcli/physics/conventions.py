@@ -208,7 +208,8 @@ class Conventions:
 
     # --- velocity transform ----------------------------------------------------------------------
     def velocity_transform(self, q: np.ndarray) -> np.ndarray:
-        """T (nv, nv) at the coordinates q (ours)."""
+        """T (nv, nv) at the coordinates q (ours): the dense definition. The step applies T as
+        rotation blocks (rotations, mass_matrix, ...); the tests compare those with this."""
         T = np.eye(self.nv)
         for us, qs in self.floating:
             R = quat_to_matrix(q[qs + 3:qs + 7])
