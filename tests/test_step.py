@@ -341,6 +341,59 @@ def test_position_limit_is_a_hard_stop():
     assert r.torque["joint_limits"][0] == pytest.approx(-20.0, rel=1e-9)
 
 
+def test_joint_rows_follow_each_joints_state_step_after_step():
+    # the rows of spec step 4 from the rules worked per joint, for states that come and go (the
+    # table keeps the rows of each combination of joint states it has seen, so a stale set of
+    # rows would show here): outside the range a one-sided position limit, else beyond the
+    # velocity limit a one-sided velocity limit, and a friction row on every joint
+    w, r = quadruped_world()
+    table = r.joint_rows
+    rng = np.random.default_rng(3)
+    # six patterns of (position region, velocity region) per joint, each seen many times with
+    # other values inside the regions
+    patterns = rng.integers(0, 3, size=(6, 2, len(table.names)))
+    for step in range(300):
+        dt = (0.001, 0.002)[step % 2]
+        q = r.get_generalized_coordinate()
+        u = rng.standard_normal(r.nv) * 10.0
+        where, speed = patterns[rng.integers(0, 6)]
+        for k, name in enumerate(table.names):
+            j = r.model.joint(name)
+            q[j.q_slice] = (j.lower - rng.uniform(0.01, 1), j.upper + rng.uniform(0.01, 1),
+                            rng.uniform(j.lower, j.upper))[where[k]]
+            fast = j.velocity + rng.uniform(0.01, 5)
+            u[j.u_slice] = (-fast, fast, rng.uniform(-0.99, 0.99) * j.velocity)[speed[k]]
+        expected = []  # (key, target, lo, hi, column)
+        for name in table.names:
+            j = r.model.joint(name)
+            qj, uj = q[j.q_slice][0], u[j.u_slice][0]
+            if qj < j.lower:
+                expected.append((("position_limit", name), 0.0, 0.0, np.inf, j.u_slice.start))
+            elif qj > j.upper:
+                expected.append((("position_limit", name), 0.0, -np.inf, 0.0, j.u_slice.start))
+        for name in table.names:
+            j = r.model.joint(name)
+            qj, uj = q[j.q_slice][0], u[j.u_slice][0]
+            if j.lower <= qj <= j.upper and abs(uj) > j.velocity:
+                up = uj > 0
+                expected.append((("velocity_limit", name), j.velocity if up else -j.velocity,
+                                 -np.inf if up else 0.0, 0.0 if up else np.inf, j.u_slice.start))
+        for name in table.names:
+            j = r.model.joint(name)
+            # the URDF's joint friction and its actuator's output friction
+            bound = (j.friction + r.transmission.output_friction[j.u_slice.start]) * dt
+            expected.append((("friction", name), 0.0, -bound, bound, j.u_slice.start))
+        rows = table.rows(q, u, dt)
+        assert rows.key == [e[0] for e in expected]
+        assert np.array_equal(rows.target, [e[1] for e in expected])
+        assert np.array_equal(rows.lo, [e[2] for e in expected])
+        assert np.array_equal(rows.hi, [e[3] for e in expected])
+        J = np.zeros((len(expected), r.nv))
+        J[np.arange(len(expected)), [e[4] for e in expected]] = 1.0
+        assert np.array_equal(rows.J, J)
+    assert len(table._built) == 12  # six patterns at two time steps, each built once
+
+
 def test_velocity_limit_caps_speed():
     w, r = world_with(slider_urdf(1.0, limit='<limit effort="100" velocity="0.5"/>'))
     r.set_generalized_force([10.0])

@@ -11,8 +11,30 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from raisimcli.physics.step.solver import Rows
+
+# each joint's state in a step: which of its rows act (see _states)
+FREE, BELOW, ABOVE, FAST_UP, FAST_DOWN = 0, 1, 2, 3, 4
+_CACHE_SIZE = 64  # row structures kept (joints that hit their limits switch between a few)
+
+
+@njit(cache=True)
+def _states(q, u_star, qidx, idx, lower, upper, vmax, out):
+    """Each joint's state into out (FREE, BELOW, ABOVE, FAST_UP, FAST_DOWN): outside its range
+    (below or above), else faster than its velocity limit (up or down), else free."""
+    for k in range(idx.shape[0]):
+        qj = q[qidx[k]]
+        uj = u_star[idx[k]]
+        if qj < lower[k]:
+            out[k] = BELOW
+        elif qj > upper[k]:
+            out[k] = ABOVE
+        elif abs(uj) > vmax[k]:
+            out[k] = FAST_UP if uj > 0 else FAST_DOWN
+        else:
+            out[k] = FREE
 
 
 class JointRowTable:
@@ -23,31 +45,36 @@ class JointRowTable:
         one = [j for j in model.moving_joints if j.nv == 1]
         self.nv = model.nv
         self.names = [j.name for j in one]
-        self.idx = np.array([j.u_slice.start for j in one], dtype=int)
-        self.qidx = np.array([j.q_slice.start for j in one], dtype=int)
+        self.idx = np.array([j.u_slice.start for j in one], dtype=np.int64)
+        self.qidx = np.array([j.q_slice.start for j in one], dtype=np.int64)
         self.lower = np.array([j.lower if j.has_position_limits else -np.inf for j in one])
         self.upper = np.array([j.upper if j.has_position_limits else np.inf for j in one])
-        self.vmax = np.array([j.velocity for j in one])
+        self.vmax = np.array([j.velocity for j in one], dtype=np.float64)
         self.joint_friction = np.array([j.friction for j in one])
         self.output_friction = output_friction[self.idx] if len(one) else np.zeros(0)
-        self._friction_rows: tuple | None = None  # (dt, Rows): the same every step at one dt
+        self._state = np.zeros(len(one), dtype=np.int8)
+        # Rows by (dt, every joint's state): the rows depend on nothing else, and the solver
+        # and the torque table only read them
+        self._built: dict[tuple, Rows] = {}
 
     def rows(self, q: np.ndarray, u_star: np.ndarray, dt: float) -> Rows:
         """The rows that act in this step, at the coordinates q_t and the free velocity u*."""
         if self.idx.size == 0:
             return Rows.empty(self.nv)
-        qj = q[self.qidx]
-        uj = u_star[self.idx]
-        below = qj < self.lower
-        above = qj > self.upper
-        at_limit = below | above
-        fast = ~at_limit & (np.abs(uj) > self.vmax)
-        fric = self.joint_friction + self.output_friction
-        if not at_limit.any() and not fast.any():  # the common case: friction rows only
-            if self._friction_rows is None or self._friction_rows[0] != dt:
-                self._friction_rows = (dt, self._build(at_limit, fast, below, uj > 0, fric, dt))
-            return self._friction_rows[1]
-        return self._build(at_limit, fast, below, uj > 0, fric, dt)
+        state = self._state
+        _states(q, u_star, self.qidx, self.idx, self.lower, self.upper, self.vmax, state)
+        key = (dt, state.tobytes())
+        rows = self._built.get(key)
+        if rows is None:
+            if len(self._built) >= _CACHE_SIZE:
+                self._built.clear()
+            below = state == BELOW
+            at_limit = below | (state == ABOVE)
+            fast = (state == FAST_UP) | (state == FAST_DOWN)
+            rows = self._build(at_limit, fast, below, state == FAST_UP,
+                               self.joint_friction + self.output_friction, dt)
+            self._built[key] = rows
+        return rows
 
     def _build(self, at_limit, fast, below, up, fric, dt) -> Rows:
         has_fric = fric > 0
