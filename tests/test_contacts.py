@@ -406,3 +406,74 @@ def test_material_pair_of_the_block_slide_scenario(tmp_path):
         x = f["robots/block/q"][:, 0]
         assert x[-1] - f["robots/block/initial_q"][0] == pytest.approx(4.0 / (2 * 0.5 * G),
                                                                        rel=5e-3)
+
+
+# ------------------------------------------------------------------------------------------------
+# detection: what is skipped before coal, and the contact frame
+# ------------------------------------------------------------------------------------------------
+def _random_rotation(rng):
+    import pinocchio as pin
+    return pin.Quaternion(rng.standard_normal(4) / 2).normalized().matrix()
+
+
+@pytest.mark.parametrize("kind, size", [("sphere", (0.07,)), ("capsule", (0.05, 0.3)),
+                                        ("cylinder", (0.06, 0.25)), ("box", (0.3, 0.2, 0.1))])
+def test_the_lowest_point_filter_keeps_every_ground_contact_coal_reports(kind, size):
+    # a shape is given to coal for the ground only if its lowest point is within the margin: the
+    # lowest point against the lowest of many points of the shape's surface, and the skip
+    # decision against coal's own answer, at 400 random poses around the ground
+    import coal
+    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry, transform
+    from raisimcli.physics.contacts import DEFAULT_MARGIN
+
+    class Still:  # a system whose only body is at the world origin
+        def body_placements(self):
+            return np.eye(3)[None].repeat(2, 0), np.zeros((2, 3))
+
+    geom, radius = make_geometry(kind, size)
+    rng = np.random.default_rng(11)
+    ground, request = coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0), coal.CollisionRequest()
+    request.security_margin = DEFAULT_MARGIN
+    # points on the surface, in the shape's frame
+    u = rng.standard_normal((4000, 3))
+    u /= np.linalg.norm(u, axis=1)[:, None]
+    if kind == "sphere":
+        surface = size[0] * u
+    elif kind == "capsule":
+        ends = np.where(u[:, 2:] > 0, 0.5 * size[1], -0.5 * size[1])
+        surface = size[0] * u + ends * np.array([0, 0, 1.0])
+    elif kind == "cylinder":
+        a = rng.uniform(0, 2 * np.pi, 4000)
+        surface = np.column_stack([size[0] * np.cos(a), size[0] * np.sin(a),
+                                   rng.choice([-0.5, 0.5], 4000) * size[1]])
+    else:
+        surface = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+        surface = surface * 0.5 * np.array(size)
+    skipped = touching = 0
+    for _ in range(400):
+        P = np.eye(4)
+        P[:3, :3] = _random_rotation(rng)
+        P[:3, 3] = [0.1, -0.2, rng.uniform(-0.05, radius + 0.05)]
+        rs = RobotShapes(Still(), [Shape(geom, kind, "link", 1, P, radius)])
+        rs.update()
+        assert np.array_equal(rs.poses[0], P)
+        sampled = (surface @ P[:3, :3].T + P[:3, 3])[:, 2].min()
+        assert rs.lowest[0] <= sampled + 1e-12
+        assert sampled - rs.lowest[0] < (1e-12 if kind == "box" else 2e-3)  # a box: exact
+        reported = coal.collide(geom, transform(P), ground, coal.Transform3s(), request,
+                                coal.CollisionResult())
+        if rs.lowest[0] > DEFAULT_MARGIN + 1e-9:
+            skipped += 1
+            assert not reported
+        touching += bool(reported)
+    assert skipped > 40 and touching > 40  # both sides of the decision were seen
+
+
+def test_contact_frame_is_right_handed_around_the_normal():
+    from raisimcli.physics.contacts import contact_frame
+    rng = np.random.default_rng(5)
+    for n in list(rng.standard_normal((500, 3))) + [np.array([1.0, 0, 0]), np.array([0, 0, -2.0])]:
+        F = contact_frame(n)
+        assert_close(F[:, 2], n / np.linalg.norm(n), rtol=0, atol=1e-15)
+        assert_close(F.T @ F, np.eye(3), rtol=0, atol=1e-15)
+        assert np.linalg.det(F) == pytest.approx(1.0, abs=1e-14)

@@ -17,6 +17,7 @@ from raisimcli.errors import StateError
 from raisimcli.linalg import Cholesky, cross, dot, matmul, norm
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.conventions import Conventions
+from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.command import clamped_command, pd_torque
 from raisimcli.physics.step.decomposition import torque_table
@@ -61,6 +62,8 @@ class ArticulatedSystem:
         self.pinocchio = build_pinocchio_model(model)
         self._pm = self.pinocchio.model
         self._data = self._pm.createData()
+        # (R, T): views of data.oMi, the bodies' world placements, for compiled loops
+        self._placements = checked_placements(self._pm, self._data)
         self.conv = Conventions(model)
         nq, nv = model.nq, model.nv
         self.nq, self.nv = nq, nv
@@ -207,6 +210,16 @@ class ArticulatedSystem:
             pin.updateFramePlacements(self._pm, self._data)
             self._cache["kin"] = True
         return self._pin_state()
+
+    def body_placements(self):
+        """(R (njoints, 3, 3), T (njoints, 3)): every body's world rotation and position at the
+        current state, indexed by Pinocchio joint id. They are views of Pinocchio's data: read
+        them, never write them, and read them again after the state changes. None when no views
+        could be made (then read data.oMi)."""
+        if self._placements is None:
+            return None
+        self._kinematics()
+        return self._placements
 
     def _joint_jacobians(self):
         if "jac" not in self._cache:

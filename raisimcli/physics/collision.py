@@ -7,11 +7,13 @@ corner points). Meshes collide as their convex hull.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import coal
 import numpy as np
 import pinocchio as pin
+from numba import njit
 
 from raisimcli.errors import ModelError
 from raisimcli.linalg import matmul, norm
@@ -107,6 +109,92 @@ def robot_shapes(model, materials: dict[str, str] | None = None) -> list[Shape]:
     return out
 
 
+# shape kinds in the compiled loops
+SPHERE, CAPSULE, CYLINDER, BOX, OTHER = 0, 1, 2, 3, 4
+_KIND = {"sphere": SPHERE, "capsule": CAPSULE, "cylinder": CYLINDER, "box": BOX}
+
+
+@dataclass
+class RobotShapes:
+    """A robot's shapes in the contact world, with what the compiled loops need: `bodies` (n,),
+    `placements` (n, 4, 4) in the body frames, `kind` (n,) and `extent` (n, 3) (sphere: r;
+    capsule and cylinder: r, half length; box: half sides; other: the bounding radius), and
+    `poses` (n, 4, 4) and `lowest` (n,), the world poses and each shape's lowest height, filled
+    by :meth:`update`."""
+
+    system: object
+    shapes: list
+    self_collision: bool = False
+    excluded: set = field(default_factory=set)
+
+    def __post_init__(self):
+        n = len(self.shapes)
+        self.bodies = np.array([s.body for s in self.shapes], dtype=np.int64)
+        self.placements = np.array([s.placement for s in self.shapes],
+                                   dtype=np.float64).reshape(n, 4, 4)
+        self.kind = np.array([_KIND.get(s.kind, OTHER) for s in self.shapes], dtype=np.int64)
+        self.extent = np.zeros((n, 3))
+        for k, s in enumerate(self.shapes):
+            g = s.geometry
+            if s.kind == "sphere":
+                self.extent[k, 0] = g.radius
+            elif s.kind in ("capsule", "cylinder"):
+                self.extent[k, :2] = g.radius, g.halfLength
+            elif s.kind == "box":
+                self.extent[k] = g.halfSide
+            else:
+                self.extent[k, 0] = s.radius
+        self.poses = np.zeros((n, 4, 4))
+        self.lowest = np.zeros(n)
+
+    def update(self) -> None:
+        """The shapes' world poses and lowest heights at the system's current state."""
+        views = self.system.body_placements()
+        if views is None:
+            self.poses[:] = shape_poses(self.system, self.shapes)
+        else:
+            _world_poses(views[0], views[1], self.bodies, self.placements, self.poses)
+        _lowest(self.poses, self.kind, self.extent, self.lowest)
+
+
+@njit(cache=True)
+def _world_poses(R, T, bodies, placements, out):
+    """out[s] = oMi[bodies[s]] placements[s] as (4, 4) products summed in index order (the bits
+    of linalg.matmul of the homogeneous matrices)."""
+    o = np.zeros((4, 4))
+    o[3, 3] = 1.0
+    for s in range(bodies.shape[0]):
+        b = bodies[s]
+        for i in range(3):
+            for j in range(3):
+                o[i, j] = R[b, i, j]
+            o[i, 3] = T[b, i]
+        for i in range(4):
+            for j in range(4):
+                acc = 0.0
+                for p in range(4):
+                    acc += o[i, p] * placements[s, p, j]
+                out[s, i, j] = acc
+
+
+@njit(cache=True)
+def _lowest(poses, kind, extent, out):
+    """Each shape's lowest height: the z of its support point along -z."""
+    for s in range(kind.shape[0]):
+        z = poses[s, 2, 3]
+        k = kind[s]
+        if k == SPHERE or k == OTHER:
+            out[s] = z - extent[s, 0]
+        elif k == CAPSULE:
+            out[s] = z - abs(poses[s, 2, 2]) * extent[s, 1] - extent[s, 0]
+        elif k == CYLINDER:
+            radial = math.sqrt(poses[s, 2, 0] ** 2 + poses[s, 2, 1] ** 2)
+            out[s] = z - abs(poses[s, 2, 2]) * extent[s, 1] - extent[s, 0] * radial
+        else:
+            out[s] = z - (abs(poses[s, 2, 0]) * extent[s, 0] + abs(poses[s, 2, 1]) *
+                          extent[s, 1] + abs(poses[s, 2, 2]) * extent[s, 2])
+
+
 def transform(T: np.ndarray) -> coal.Transform3s:
     return coal.Transform3s(np.ascontiguousarray(T[:3, :3]), np.ascontiguousarray(T[:3, 3]))
 
@@ -151,5 +239,5 @@ def rpy_pose(position, rpy) -> np.ndarray:
     return T
 
 
-__all__ = ["Shape", "check_geometry", "link_geometry", "make_geometry", "robot_shapes",
+__all__ = ["RobotShapes", "Shape", "check_geometry", "link_geometry", "make_geometry", "robot_shapes",
            "shape_poses", "sweep_and_prune", "transform", "rpy_pose"]

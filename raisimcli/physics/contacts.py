@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import math
+
 import coal
 import numpy as np
+from numba import njit
 
-from raisimcli.physics.collision import Shape, make_geometry, robot_shapes, shape_poses, \
+from raisimcli.physics.collision import RobotShapes, Shape, make_geometry, robot_shapes, \
     sweep_and_prune, transform
-from raisimcli.linalg import cross, dot, norm
 
 # shapes with flat faces: their contacts with a face are patches of several points
 _PATCH_KINDS = ("box", "cylinder", "mesh")
@@ -33,6 +35,9 @@ DEFAULT_RESTITUTION_THRESHOLD = 0.01  # m/s
 DEFAULT_MARGIN = 0.005                # m: detection distance
 DEFAULT_ERP = 0.2                     # fraction of the penetration removed per step
 DEFAULT_SLOP = 1e-5                   # m: penetration left alone
+# m: a shape whose lowest point is this much above the ground's margin is not given to coal
+# (a bound on the rounding of the lowest point, so that no contact coal would report is missed)
+_GROUND_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -106,12 +111,46 @@ class Contact:
         return out
 
 
-def _frame(n: np.ndarray) -> np.ndarray:
-    """(3, 3) columns t1, t2, n: a right-handed frame around the unit normal n."""
-    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    t1 = a - dot(a, n) * n
-    t1 /= norm(t1)
-    return np.column_stack([t1, cross(n, t1), n])
+@njit(cache=True)
+def _unit_frame(n_raw, out):
+    """out (3, 3): columns t1, t2, n around the unit normal n = n_raw / |n_raw|, right-handed;
+    t1 is the unit part of x (or of y when n is near x) orthogonal to n. Sums in index order."""
+    s = 0.0
+    for i in range(3):
+        s += n_raw[i] * n_raw[i]
+    length = math.sqrt(s)
+    n = np.empty(3)
+    for i in range(3):
+        n[i] = n_raw[i] / length
+    a = np.zeros(3)
+    if abs(n[0]) < 0.9:
+        a[0] = 1.0
+    else:
+        a[1] = 1.0
+    d = 0.0
+    for i in range(3):
+        d += a[i] * n[i]
+    t1 = np.empty(3)
+    for i in range(3):
+        t1[i] = a[i] - d * n[i]
+    s = 0.0
+    for i in range(3):
+        s += t1[i] * t1[i]
+    length = math.sqrt(s)
+    for i in range(3):
+        t1[i] = t1[i] / length
+    out[0, 0], out[1, 0], out[2, 0] = t1[0], t1[1], t1[2]
+    out[0, 1] = n[1] * t1[2] - n[2] * t1[1]
+    out[1, 1] = n[2] * t1[0] - n[0] * t1[2]
+    out[2, 1] = n[0] * t1[1] - n[1] * t1[0]
+    out[0, 2], out[1, 2], out[2, 2] = n[0], n[1], n[2]
+
+
+def contact_frame(n) -> np.ndarray:
+    """(3, 3) columns t1, t2, n: a right-handed frame around the direction n (normalised)."""
+    out = np.empty((3, 3))
+    _unit_frame(np.ascontiguousarray(n, dtype=np.float64), out)
+    return out
 
 
 class ContactWorld:
@@ -127,7 +166,7 @@ class ContactWorld:
         self.margin = DEFAULT_MARGIN
         self.erp = DEFAULT_ERP
         self.slop = DEFAULT_SLOP
-        self.robots: list[tuple[object, list[Shape], bool, set]] = []
+        self.robots: list[RobotShapes] = []
         self._request = coal.CollisionRequest()
         self._request.num_max_contacts = 8
         self._patch_request = coal.ContactPatchRequest()
@@ -161,33 +200,38 @@ class ContactWorld:
         for j in system.model.joints:  # adjacent bodies never collide
             if j.parent is not None and j.parent in links:
                 excluded.add(frozenset((links[j.parent].body, links[j.child].body)))
-        self.robots.append((system, shapes, self_collision, excluded))
+        self.robots.append(RobotShapes(system, shapes, self_collision, excluded))
+
+    def remove_robot(self, system) -> None:
+        self.robots = [r for r in self.robots if r.system is not system]
 
     @property
     def active(self) -> bool:
         return bool(self.robots) and (self.ground_height is not None or bool(self.static) or
-                                      len(self.robots) > 1 or any(r[2] for r in self.robots))
+                                      len(self.robots) > 1 or
+                                      any(r.self_collision for r in self.robots))
 
     # --- detection ------------------------------------------------------------------------------
     def detect(self) -> list[Contact]:
         """Contacts of the current state (within the margin)."""
         entries = []  # (system or None, shape, world pose)
-        for system, shapes, _, _ in self.robots:
-            for shape, pose in zip(shapes, shape_poses(system, shapes)):
-                entries.append((system, shape, pose))
-        n_robot = len(entries)
+        for rs in self.robots:
+            rs.update()
+            for shape, pose in zip(rs.shapes, rs.poses):
+                entries.append((rs.system, shape, pose))
         for _, shape in self.static:
             entries.append((None, shape, shape.placement))
         contacts: list[Contact] = []
         if self.ground_height is not None:
-            h = self.ground_height
-            for system, shape, pose in entries[:n_robot]:
-                if pose[2, 3] - shape.radius <= h + self.margin:
-                    self._ground_contacts(system, shape, pose, contacts)
+            reach = self.ground_height + self.margin
+            for rs in self.robots:
+                for shape, pose, lowest in zip(rs.shapes, rs.poses, rs.lowest.tolist()):
+                    if pose[2, 3] - shape.radius <= reach and lowest <= reach + _GROUND_SLACK:
+                        self._ground_contacts(rs.system, shape, pose, contacts)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
         # with self-collision); one robot alone on the ground has none to test
         pairs_possible = len(self.robots) > 1 or bool(self.static) or \
-            any(r[2] for r in self.robots)
+            any(r.self_collision for r in self.robots)
         if len(entries) > 1 and pairs_possible:
             centers = np.array([e[2][:3, 3] for e in entries])
             radii = np.array([e[1].radius for e in entries])
@@ -198,9 +242,10 @@ class ContactWorld:
                 if sa is None:
                     continue  # static against static
                 if sb is sa:
-                    cfg = next(r for r in self.robots if r[0] is sa)
-                    if not cfg[2] or a.body == b.body or frozenset((a.body, b.body)) in cfg[3] \
-                            or frozenset((a.link, b.link)) in cfg[3]:
+                    cfg = next(r for r in self.robots if r.system is sa)
+                    if not cfg.self_collision or a.body == b.body or \
+                            frozenset((a.body, b.body)) in cfg.excluded or \
+                            frozenset((a.link, b.link)) in cfg.excluded:
                         continue
                 self._pair_contacts(sa, a, pa, sb, b, pb, contacts)
         return contacts
@@ -210,9 +255,11 @@ class ContactWorld:
         self._request.security_margin = self.margin
         if not coal.collide(ga, Ta, gb, Tb, self._request, res):
             return []
+        # (res.getContact(i), not iteration over res.getContacts(): that costs 5 us a contact)
+        contacts = [res.getContact(i) for i in range(res.numContacts())]
         if not patches:  # a sphere or a capsule touches in one point
             return [(np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth))
-                    for c in res.getContacts()]
+                    for c in contacts]
         pres = coal.ContactPatchResult(self._patch_request)
         coal.computeContactPatch(ga, Ta, gb, Tb, res, self._patch_request, pres)
         out = []
@@ -222,7 +269,7 @@ class ContactWorld:
             for i in range(patch.size()):
                 out.append((np.asarray(patch.getPoint(i)), normal, float(patch.penetration_depth)))
         if not out:
-            for c in res.getContacts():
+            for c in contacts:
                 out.append((np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth)))
         return out
 
@@ -244,7 +291,7 @@ class ContactWorld:
                                            sb.name if sb is not None else None, b.index, k)))
 
     def _contact(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> Contact:
-        n = n / norm(n)
-        return Contact(system, shape.body, shape.link, system_b, body_b, name_b, p, _frame(n), d,
+        return Contact(system, shape.body, shape.link, system_b, body_b, name_b, p,
+                       contact_frame(n), d,
                        pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
                        self.slop, key)

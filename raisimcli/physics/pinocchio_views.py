@@ -94,6 +94,22 @@ def checked_views(model, data):
     return R, T, L, A
 
 
+def checked_placements(model, data):
+    """(R, T) views of data.oMi, checked entry by entry against the accessors after a forward
+    pass at a random configuration; None if they cannot be made or differ."""
+    views = placement_views(data, model.njoints)
+    if views is None:
+        return None
+    q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
+    pin.forwardKinematics(model, data, q)
+    R, T = views
+    for k in range(model.njoints):
+        if not (np.array_equal(R[k], data.oMi[k].rotation) and
+                np.array_equal(T[k], data.oMi[k].translation)):
+            return None
+    return views
+
+
 def extra_views(data, n: int):
     """((R, T) of liMi, (linear, angular) of v, (linear, angular) of a_gf), or None."""
     views = (placement_views(data, n, "liMi"), force_views(data, n, "v"),

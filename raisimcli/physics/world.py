@@ -84,7 +84,7 @@ class World:
         """Materials of a robot's links (by link name, "*" for the rest), and opt-in
         self-collision between non-adjacent bodies with link-pair exclusions."""
         cw = self.contact_world
-        cw.robots = [r for r in cw.robots if r[0] is not system]
+        cw.remove_robot(system)
         cw.add_robot(system, materials, self_collision, excluded_pairs)
 
     def get_contacts(self) -> list:
