@@ -477,3 +477,67 @@ def test_contact_frame_is_right_handed_around_the_normal():
         assert_close(F[:, 2], n / np.linalg.norm(n), rtol=0, atol=1e-15)
         assert_close(F.T @ F, np.eye(3), rtol=0, atol=1e-15)
         assert np.linalg.det(F) == pytest.approx(1.0, abs=1e-14)
+
+
+def _settled_contact_worlds():
+    """(world, systems) with contacts of each kind: feet on the ground (a floating base), two
+    free spheres pressed together (two robots), two fingers of one robot (self-collision)."""
+    w1 = World(0.001)
+    w1.add_ground(0.0)
+    r = w1.add_articulated_system(load_urdf(robot("quadruped.urdf")))
+    q = r.get_generalized_coordinate()
+    q[2], q[7:] = 0.4485, [0.0, 0.6, -1.2, 0.0, 0.6, -1.2, 0.0, -0.6, 1.2, 0.0, -0.6, 1.2]
+    q[3:7] = [math.cos(0.05), math.sin(0.05) * 0.6, 0.0, math.sin(0.05) * 0.8]
+    r.set_state(q, np.zeros(18))
+    w2 = World(0.001, gravity=(0, 0, 0))
+    a = w2.add_articulated_system(load_urdf_string(box_urdf(1.0, (0.1, 0, 0), "sphere")), name="a")
+    b = w2.add_articulated_system(load_urdf_string(box_urdf(3.0, (0.1, 0, 0), "sphere")), name="b")
+    qa, qb = a.get_generalized_coordinate(), b.get_generalized_coordinate()
+    qa[:3], qb[:3] = [-0.1, 0.01, 0.0], [0.099, 0.0, 0.02]
+    a.set_state(qa, np.zeros(6))
+    b.set_state(qb, np.zeros(6))
+    w3 = World(0.001, gravity=(0, 0, 0))
+    f = w3.add_articulated_system(load_urdf_string(_fingers_urdf()))
+    w3.configure_contacts(f, self_collision=True)
+    f.set_state([0.09, 0.09], [0.0, 0.0])
+    return [(w1, [r]), (w2, [a, b]), (w3, [f])]
+
+
+def _point_position(system, link, local, q):
+    """World position of the point `local` of `link` at the coordinates q."""
+    q0, u0 = system.get_state()
+    system.set_state(q, u0)
+    p = system.get_frame_position(link) + system.get_frame_orientation(link) @ local
+    system.set_state(q0, u0)
+    return p
+
+
+def test_contact_rows_give_the_relative_velocity_of_the_contact_point():
+    # J u of each contact's rows against the central difference of the positions of the two
+    # material points at the contact point (each fixed to its body), along a random velocity
+    from raisimcli.physics.step.contact_rows import contact_rows
+    rng = np.random.default_rng(2)
+    for w, systems in _settled_contact_worlds():
+        w.integrate1()
+        contacts = w.contacts
+        assert contacts
+        offsets = np.cumsum([0] + [s.nv for s in systems])
+        index = {id(s): k for k, s in enumerate(systems)}
+        u = [rng.standard_normal(s.nv) for s in systems]
+        rows = contact_rows(contacts, systems, index, offsets, int(offsets[-1]), w.dt,
+                            np.concatenate(u))
+        v_rows = rows.J @ np.concatenate(u)
+        eps = 1e-6
+        for c_i, c in enumerate(contacts):
+            v = np.zeros(3)
+            for system, link, sign in ((c.system_a, c.link_a, 1.0), (c.system_b, c.name_b, -1.0)):
+                if system is None:
+                    continue
+                k = index[id(system)]
+                local = system.get_frame_orientation(link).T @ \
+                    (c.position - system.get_frame_position(link))
+                q = system.get_generalized_coordinate()
+                ahead = _point_position(system, link, local, system.conv.integrate(q, u[k], eps))
+                back = _point_position(system, link, local, system.conv.integrate(q, u[k], -eps))
+                v += sign * (ahead - back) / (2 * eps)
+            assert_close(v_rows[3 * c_i:3 * c_i + 3], c.frame.T @ v, rtol=1e-7, atol=1e-8)

@@ -9,6 +9,7 @@ in :mod:`raisimcli.physics.step`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -52,6 +53,21 @@ class _PointLoad:
     world_point: np.ndarray | None = None  # a world point instead (contact forces)
 
 
+class PointJacobianViews(NamedTuple):
+    """What the compiled point Jacobians read (raisimcli.physics.step.contact_rows), at the
+    current state: `J_world` (6, nv), Pinocchio's data.J (every joint's motion subspace in the
+    world frame, about the world origin); `origins` (njoints, 3), the bodies' world positions;
+    `supports` (njoints, nv), True where a column moves the body; `block_u`, `R`: the rotation
+    blocks of the velocity transform T (none when T = I). Views of Pinocchio's data: read them,
+    never write them."""
+
+    J_world: np.ndarray
+    origins: np.ndarray
+    supports: np.ndarray
+    block_u: np.ndarray
+    R: np.ndarray
+
+
 class ArticulatedSystem:
     """A robot in a :class:`World`. Vectors are (nq,) for coordinates and (nv,) for velocities and
     generalized forces, in our joint order (see docs/conventions.md)."""
@@ -64,6 +80,12 @@ class ArticulatedSystem:
         self._data = self._pm.createData()
         # (R, T): views of data.oMi, the bodies' world placements, for compiled loops
         self._placements = checked_placements(self._pm, self._data)
+        self._supports = np.zeros((self._pm.njoints, model.nv), dtype=bool)
+        for body in range(self._pm.njoints):
+            for j in self._pm.supports[body]:
+                if j > 0:
+                    start = self._pm.idx_vs[j]
+                    self._supports[body, start:start + self._pm.nvs[j]] = True
         self.conv = Conventions(model)
         nq, nv = model.nq, model.nv
         self.nq, self.nv = nq, nv
@@ -220,6 +242,19 @@ class ArticulatedSystem:
             return None
         self._kinematics()
         return self._placements
+
+    def point_jacobian_views(self) -> PointJacobianViews:
+        """The joint Jacobians and placements at the current state, for compiled point
+        Jacobians (see PointJacobianViews)."""
+        self._joint_jacobians()
+        R = self._pin_state()[2]
+        J = self._data.J
+        origins = self._placements[1] if self._placements is not None else \
+            np.array([self._data.oMi[k].translation for k in range(self._pm.njoints)])
+        if R is None:
+            return PointJacobianViews(J, origins, self._supports, self.conv.block_u[:0],
+                                      self._no_blocks)
+        return PointJacobianViews(J, origins, self._supports, self.conv.block_u, R)
 
     def _joint_jacobians(self):
         if "jac" not in self._cache:

@@ -11,9 +11,9 @@ response to the impulses is block diagonal, blockdiag(M~_s^-1) J^T (one Cholesky
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from raisimcli.linalg import matmul
-from raisimcli.physics.step.contact_solver import CONTACT
+from raisimcli.physics.step.contact_rows import contact_rows, report_contact_impulses
 from raisimcli.physics.step.solver import Rows, solve_impulses
 
 
@@ -41,6 +41,19 @@ def islands(systems, contacts) -> list[tuple[list, list]]:
     for c in contacts:
         groups[root(index[id(c.system_a)])][1].append(c)
     return list(groups.values())
+
+
+@njit(cache=True)
+def _impulses_by_source(J, lam, order, starts, col0, out):
+    """out[s] = J[rows of s]^T lam[rows of s] over the columns col0, col0 + 1, ... (as many as
+    out has), the rows of source s being order[starts[s]:starts[s + 1]], summed in that order."""
+    for src in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            acc = 0.0
+            for p in range(starts[src], starts[src + 1]):
+                i = order[p]
+                acc += J[i, col0 + c] * lam[i]
+            out[src, c] = acc
 
 
 def integrate2_world(systems, dt: float, contacts=(), warm_start: dict | None = None) -> dict:
@@ -72,7 +85,7 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
                               r.block_kind, r.block_mu))
     if contacts:
         u_now = np.concatenate([s.u for s in systems])
-        parts.append(_contact_rows(contacts, systems, index, offsets, N, dt, u_now))
+        parts.append(contact_rows(contacts, systems, index, offsets, N, dt, u_now))
     rows = Rows.stack(parts) if parts else Rows.empty(N)
     u_star = np.concatenate([st.u_free for st in stages]) if systems else np.zeros(0)
     response = np.zeros((N, rows.m))
@@ -92,54 +105,24 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
                             tolerance=min(tolerances) if tolerances else 0.0)
     lam = result.impulse
     if contacts:
-        _report_contact_impulses(contacts, rows, lam, result.u_next)
+        report_contact_impulses(contacts, rows, lam, result.u_next)
     # the rows of each source (in row order), found once for every system
-    selections = {}
+    selections: dict[str, list] = {}
     for i, src in enumerate(rows.source):
         selections.setdefault(src, []).append(i)
+    sources = list(selections)
+    order = np.array([i for sel in selections.values() for i in sel], dtype=np.int64)
+    starts = np.cumsum([0] + [len(sel) for sel in selections.values()]).astype(np.int64)
+    J = np.ascontiguousarray(rows.J)
     for k, (s, st) in enumerate(zip(systems, stages)):
         cols = slice(offsets[k], offsets[k + 1])
-        by_source = {}
-        for source, sel in selections.items():
-            g = matmul(rows.J[sel][:, cols].T, lam[sel])
-            if np.any(g):
-                by_source[source] = g
-        point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)]
+        g = np.empty((len(sources), s.nv))
+        _impulses_by_source(J, lam, order, starts, int(offsets[k]), g)
+        by_source = {source: g[n] for n, source in enumerate(sources) if g[n].any()}
+        # the contact forces as point loads: only inverse dynamics reads them
+        point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)] \
+            if s.compute_inverse_dynamics else []
         st.solver_impulses = lam
         s.finish_step(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
                   any(c.touches(s) for c in contacts))
     return {key: float(x) for key, x in zip(rows.key, lam)}
-
-
-def _contact_rows(contacts, systems, index, offsets, N, dt, u_now) -> Rows:
-    m = 3 * len(contacts)
-    J = np.zeros((m, N))
-    target = np.zeros(m)
-    keys, source = [], []
-    for c_i, c in enumerate(contacts):
-        r = 3 * c_i
-        frame = c.frame  # columns t1, t2, n (n from B to A)
-        for system, body, sign in ((c.system_a, c.body_a, 1.0), (c.system_b, c.body_b, -1.0)):
-            if system is None or id(system) not in index:
-                continue
-            k = index[id(system)]
-            J_lin, _ = system._jacobians_at(body, c.position)
-            J[r:r + 3, offsets[k]:offsets[k + 1]] += sign * matmul(frame.T, J_lin)
-        target[r + 2] = c.target_normal_velocity(dt, float(matmul(J[r + 2], u_now)))
-        keys += [(c.key, 0), (c.key, 1), (c.key, 2)]
-        source += ["contacts"] * 3
-    starts = 3 * np.arange(len(contacts), dtype=np.int64)
-    return Rows(J, target, np.zeros(m), np.zeros(m), source, keys, starts,
-                np.full(len(contacts), CONTACT, dtype=np.int64),
-                np.array([c.mu for c in contacts], dtype=np.float64))
-
-
-def _report_contact_impulses(contacts, rows, lam, u_next) -> None:
-    first = rows.source.index("contacts")
-    for c_i, c in enumerate(contacts):
-        r = first + 3 * c_i
-        local = lam[r:r + 3]
-        c.impulse_contact = local.copy()
-        c.impulse = matmul(c.frame, local)
-        c.velocity_contact = matmul(rows.J[r:r + 3], u_next)  # A relative to B, (t1, t2, n)
-        c.target = float(rows.target[r + 2])

@@ -1,0 +1,148 @@
+"""The contacts' rows of the impulse problem (spec step 4) and what the solved impulses say about
+each contact, as compiled loops over Pinocchio's joint Jacobians.
+
+Contact c has the rows [t1, t2, n]^T (J_A(p) - J_B(p)) (docs/contacts.md), with J_X(p) the
+Jacobian of the world velocity of the point p fixed to body X, in our velocity coordinates:
+
+    J_X(p) = (J_v - [p - o]x J_w) T^T
+
+where (J_v, J_w) are body X's joint Jacobian in the world-aligned frame at its origin o
+(Pinocchio's getJointJacobian with LOCAL_WORLD_ALIGNED: data.J's columns of the joints that
+support X, moved from the world origin to o) and T the velocity transform of
+raisimcli.physics.conventions. The loops repeat the operations of the element path they replace
+(Pinocchio's translation of data.J, the skew product, the block rotation, linalg.matmul) in their
+order, so the rows have the same bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from raisimcli.physics.conventions import _rotate_columns
+from raisimcli.physics.step.contact_solver import CONTACT
+from raisimcli.physics.step.solver import Rows
+
+
+@njit(cache=True)
+def _point_jacobian(J_world, origin, support, point, bu, R, J_lin):
+    """J_lin (3, nv) = the Jacobian of the world velocity of `point` (fixed to the body whose
+    joint origin is `origin` and whose support columns are `support`), in our coordinates."""
+    nv = J_world.shape[1]
+    jj = np.zeros((6, nv))
+    for c in range(nv):  # getJointJacobian(LOCAL_WORLD_ALIGNED): v -= o x w, support only
+        if support[c]:
+            w0, w1, w2 = J_world[3, c], J_world[4, c], J_world[5, c]
+            jj[0, c] = J_world[0, c] - (origin[1] * w2 - origin[2] * w1)
+            jj[1, c] = J_world[1, c] - (origin[2] * w0 - origin[0] * w2)
+            jj[2, c] = J_world[2, c] - (origin[0] * w1 - origin[1] * w0)
+            jj[3, c], jj[4, c], jj[5, c] = w0, w1, w2
+    r0, r1, r2 = point[0] - origin[0], point[1] - origin[1], point[2] - origin[2]
+    skew = np.zeros((3, 3))
+    skew[0, 1], skew[0, 2] = -r2, r1
+    skew[1, 0], skew[1, 2] = r2, -r0
+    skew[2, 0], skew[2, 1] = -r1, r0
+    lin = np.empty((3, nv))
+    for i in range(3):  # v_point = v_origin + w x r, as Jj[:3] - matmul(skew(r), Jj[3:])
+        for c in range(nv):
+            s = 0.0
+            for p in range(3):
+                s += skew[i, p] * jj[3 + p, c]
+            lin[i, c] = jj[i, c] - s
+    _rotate_columns(lin, bu, R, J_lin)
+
+
+@njit(cache=True)
+def _add_rows(J_world, origins, supports, bodies, points, frames, signs, first_rows, col0, bu, R,
+              J):
+    """For each contact side n: J[first_rows[n] + i, col0 + c] += signs[n] (frame^T J_lin)[i, c]
+    with J_lin the point Jacobian of body bodies[n] at points[n]."""
+    nv = J_world.shape[1]
+    J_lin = np.empty((3, nv))
+    for n in range(bodies.shape[0]):
+        b = bodies[n]
+        _point_jacobian(J_world, origins[b], supports[b], points[n], bu, R, J_lin)
+        r = first_rows[n]
+        for i in range(3):
+            for c in range(nv):
+                s = 0.0
+                for p in range(3):
+                    s += frames[n, p, i] * J_lin[p, c]
+                J[r + i, col0 + c] = J[r + i, col0 + c] + signs[n] * s
+
+
+@njit(cache=True)
+def _normal_velocities(J, u, out):
+    """out[c] = J[3 c + 2] . u, summed in index order."""
+    for c in range(out.shape[0]):
+        s = 0.0
+        for k in range(u.shape[0]):
+            s += J[3 * c + 2, k] * u[k]
+        out[c] = s
+
+
+def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now) -> Rows:
+    """The rows of `contacts` over the columns of `systems` (system k's at offsets[k]; `index`:
+    id(system) -> k), with the normal targets at the velocity u_now."""
+    nc = len(contacts)
+    m = 3 * nc
+    J = np.zeros((m, N))
+    frames = np.array([c.frame for c in contacts], dtype=np.float64).reshape(nc, 3, 3)
+    points = np.array([c.position for c in contacts], dtype=np.float64).reshape(nc, 3)
+    sides: dict[int, list] = {}  # system index -> [(contact index, body, sign)]
+    for c_i, c in enumerate(contacts):
+        for system, body, sign in ((c.system_a, c.body_a, 1.0), (c.system_b, c.body_b, -1.0)):
+            if system is not None and id(system) in index:
+                sides.setdefault(index[id(system)], []).append((c_i, body, sign))
+    for k in sorted(sides):  # a system's sides in contact order, A before B (self-contact)
+        system = systems[k]
+        views = system.point_jacobian_views()
+        ci = np.array([s[0] for s in sides[k]], dtype=np.int64)
+        _add_rows(views.J_world, views.origins, views.supports,
+                  np.array([s[1] for s in sides[k]], dtype=np.int64), points[ci], frames[ci],
+                  np.array([s[2] for s in sides[k]], dtype=np.float64), 3 * ci, int(offsets[k]),
+                  views.block_u, views.R, J)
+    vn = np.empty(nc)
+    _normal_velocities(J, np.ascontiguousarray(u_now, dtype=np.float64), vn)
+    target = np.zeros(m)
+    keys, vn_list = [], vn.tolist()
+    for c_i, c in enumerate(contacts):
+        target[3 * c_i + 2] = c.target_normal_velocity(dt, vn_list[c_i])
+        keys += [(c.key, 0), (c.key, 1), (c.key, 2)]
+    return Rows(J, target, np.zeros(m), np.zeros(m), ["contacts"] * m, keys,
+                3 * np.arange(nc, dtype=np.int64), np.full(nc, CONTACT, dtype=np.int64),
+                np.array([c.mu for c in contacts], dtype=np.float64))
+
+
+@njit(cache=True)
+def _report(frames, J, first, lam, u_next, impulse, velocity):
+    """impulse[c] = frames[c] lam[first + 3c : + 3] (world), velocity[c] = J[first + 3c : + 3]
+    u_next, each summed in index order."""
+    for c in range(frames.shape[0]):
+        r = first + 3 * c
+        for i in range(3):
+            s = 0.0
+            for p in range(3):
+                s += frames[c, i, p] * lam[r + p]
+            impulse[c, i] = s
+            s = 0.0
+            for k in range(u_next.shape[0]):
+                s += J[r + i, k] * u_next[k]
+            velocity[c, i] = s
+
+
+def report_contact_impulses(contacts, rows: Rows, lam, u_next) -> None:
+    """Each contact's impulse (world and contact frame), its velocity at the step's end and its
+    normal target, from the solved rows."""
+    first = rows.source.index("contacts")
+    nc = len(contacts)
+    frames = np.array([c.frame for c in contacts], dtype=np.float64).reshape(nc, 3, 3)
+    impulse, velocity = np.empty((nc, 3)), np.empty((nc, 3))
+    _report(frames, np.ascontiguousarray(rows.J), first, lam, np.ascontiguousarray(u_next),
+            impulse, velocity)
+    for c_i, c in enumerate(contacts):
+        r = first + 3 * c_i
+        c.impulse_contact = lam[r:r + 3].copy()
+        c.impulse = impulse[c_i]
+        c.velocity_contact = velocity[c_i]  # A relative to B, (t1, t2, n)
+        c.target = float(rows.target[r + 2])
