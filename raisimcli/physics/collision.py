@@ -146,6 +146,7 @@ class RobotShapes:
                 self.extent[k, 0] = s.radius
         self.poses = np.zeros((n, 4, 4))
         self.lowest = np.zeros(n)
+        self._transforms = [coal.Transform3s() for _ in range(n)]
 
     def update(self) -> None:
         """The shapes' world poses and lowest heights at the system's current state."""
@@ -155,6 +156,13 @@ class RobotShapes:
         else:
             _world_poses(views[0], views[1], self.bodies, self.placements, self.poses)
         _lowest(self.poses, self.kind, self.extent, self.lowest)
+
+    def transform(self, k: int) -> coal.Transform3s:
+        """Shape k's pose of the last update as a coal transform (one object per shape, set
+        again at each call)."""
+        T, pose = self._transforms[k], self.poses[k]
+        T.setTransform(pose[:3, :3], pose[:3, 3])
+        return T
 
 
 @njit(cache=True)

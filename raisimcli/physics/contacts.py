@@ -225,9 +225,10 @@ class ContactWorld:
         if self.ground_height is not None:
             reach = self.ground_height + self.margin
             for rs in self.robots:
-                for shape, pose, lowest in zip(rs.shapes, rs.poses, rs.lowest.tolist()):
+                for k, lowest in enumerate(rs.lowest.tolist()):
+                    shape, pose = rs.shapes[k], rs.poses[k]
                     if pose[2, 3] - shape.radius <= reach and lowest <= reach + _GROUND_SLACK:
-                        self._ground_contacts(rs.system, shape, pose, contacts)
+                        self._ground_contacts(rs.system, shape, rs.transform(k), contacts)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
         # with self-collision); one robot alone on the ground has none to test
         pairs_possible = len(self.robots) > 1 or bool(self.static) or \
@@ -273,9 +274,10 @@ class ContactWorld:
                 out.append((np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth)))
         return out
 
-    def _ground_contacts(self, system, shape, pose, contacts) -> None:
+    def _ground_contacts(self, system, shape, placement, contacts) -> None:
+        """The contacts of `shape` (at the coal.Transform3s `placement`) with the ground."""
         pair = self.material_pair(shape.material, self.ground_material)
-        for k, (p, n, d) in enumerate(self._collide(shape.geometry, transform(pose), self._ground,
+        for k, (p, n, d) in enumerate(self._collide(shape.geometry, placement, self._ground,
                                                     self._identity, shape.kind in _PATCH_KINDS)):
             contacts.append(self._contact(system, shape, None, -1, "ground", p, n, d, pair,
                                           (system.name, shape.index, "ground", k)))

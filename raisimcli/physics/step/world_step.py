@@ -69,8 +69,10 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
     """Steps 7-12 for `systems` with `contacts` (see raisimcli.physics.contacts). Returns the
     impulses by row key, for the next step's warm start."""
     stages = [s.prepare_step(dt) for s in systems]
-    offsets = np.cumsum([0] + [s.nv for s in systems])
-    N = int(offsets[-1])
+    offsets = [0]
+    for s in systems:
+        offsets.append(offsets[-1] + s.nv)
+    N = offsets[-1]
     index = {id(s): k for k, s in enumerate(systems)}
     parts = []
     for k, (s, st) in enumerate(zip(systems, stages)):
@@ -97,7 +99,8 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         response[cols] = Y
     impulse0 = None
     if warm_start and rows.m:
-        impulse0 = np.array([warm_start.get(key, 0.0) for key in rows.key])
+        get = warm_start.get
+        impulse0 = np.array([get(key, 0.0) for key in rows.key])
     limits = [s.solver_max_iterations for s in systems]
     tolerances = [s.solver_tolerance for s in systems]
     result = solve_impulses(rows, u_star, response, impulse0=impulse0,
@@ -112,7 +115,10 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         selections.setdefault(src, []).append(i)
     sources = list(selections)
     order = np.array([i for sel in selections.values() for i in sel], dtype=np.int64)
-    starts = np.cumsum([0] + [len(sel) for sel in selections.values()]).astype(np.int64)
+    starts = [0]
+    for sel in selections.values():
+        starts.append(starts[-1] + len(sel))
+    starts = np.array(starts, dtype=np.int64)
     J = np.ascontiguousarray(rows.J)
     for k, (s, st) in enumerate(zip(systems, stages)):
         cols = slice(offsets[k], offsets[k + 1])
@@ -125,4 +131,4 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         st.solver_impulses = lam
         s.finish_step(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
                   any(c.touches(s) for c in contacts))
-    return {key: float(x) for key, x in zip(rows.key, lam)}
+    return dict(zip(rows.key, lam.tolist()))
