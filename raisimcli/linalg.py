@@ -88,12 +88,11 @@ def _cho_solve(L, B, X):
 
 
 @njit(cache=True)
-def _pivoted_rank(D, tol, perm):
-    """Outer-product Cholesky of the symmetric D with diagonal pivoting (LAPACK dpstrf's rule:
-    the largest remaining diagonal entry, the first one on a tie; stop when it is <= tol).
-    Writes the pivot order into perm and returns the rank."""
-    n = D.shape[0]
-    A = D.copy()
+def _pivoted_rank(A, tol, perm):
+    """Outer-product Cholesky of the symmetric A (overwritten) with diagonal pivoting (LAPACK
+    dpstrf's rule: the largest remaining diagonal entry, the first one on a tie; stop when it
+    is <= tol). Writes the pivot order into perm and returns the rank."""
+    n = A.shape[0]
     for i in range(n):
         perm[i] = i
     for k in range(n):
@@ -128,11 +127,10 @@ def _pivoted_rank(D, tol, perm):
 
 
 @njit(cache=True)
-def _jacobi(S, w, V):
-    """Eigen-decomposition of the symmetric S by cyclic Jacobi rotations (Numerical Recipes'
-    `jacobi`): eigenvalues into w, eigenvectors into the columns of V."""
-    n = S.shape[0]
-    A = S.copy()
+def _jacobi(A, w, V):
+    """Eigen-decomposition of the symmetric A (overwritten) by cyclic Jacobi rotations
+    (Numerical Recipes' `jacobi`): eigenvalues into w, eigenvectors into the columns of V."""
+    n = A.shape[0]
     for i in range(n):
         for j in range(n):
             V[i, j] = 1.0 if i == j else 0.0
@@ -190,7 +188,7 @@ def symmetric_eigen(S) -> tuple[np.ndarray, np.ndarray]:
     S = 0.5 * (S + S.T)
     w = np.empty(S.shape[0])
     V = np.empty_like(S)
-    _jacobi(np.ascontiguousarray(S), w, V)
+    _jacobi(np.array(S, order="C"), w, V)  # a copy: _jacobi overwrites it
     order = np.argsort(w, kind="stable")
     return w[order], np.ascontiguousarray(V[:, order])
 
@@ -285,7 +283,7 @@ def independent_rows(D, tol: float) -> np.ndarray:
     semi-definite D: the pivots of a diagonally pivoted Cholesky whose pivot exceeds `tol`."""
     D = _f64(D)
     perm = np.empty(D.shape[0], dtype=np.int64)
-    rank = int(_pivoted_rank(D, float(tol), perm))
+    rank = int(_pivoted_rank(np.array(D, order="C"), float(tol), perm))  # a copy: overwritten
     return np.sort(perm[:rank])
 
 

@@ -166,22 +166,24 @@ class RobotShapes:
 
 
 @njit(cache=True)
+def _homogeneous(R, T, b, i, p):
+    """Entry (i, p) of body b's homogeneous placement [[R, T], [0, 1]]."""
+    if i == 3:
+        return 1.0 if p == 3 else 0.0
+    return T[b, i] if p == 3 else R[b, i, p]
+
+
+@njit(cache=True)
 def _world_poses(R, T, bodies, placements, out):
     """out[s] = oMi[bodies[s]] placements[s] as (4, 4) products summed in index order (the bits
     of linalg.matmul of the homogeneous matrices)."""
-    o = np.zeros((4, 4))
-    o[3, 3] = 1.0
     for s in range(bodies.shape[0]):
         b = bodies[s]
-        for i in range(3):
-            for j in range(3):
-                o[i, j] = R[b, i, j]
-            o[i, 3] = T[b, i]
         for i in range(4):
             for j in range(4):
                 acc = 0.0
                 for p in range(4):
-                    acc += o[i, p] * placements[s, p, j]
+                    acc += _homogeneous(R, T, b, i, p) * placements[s, p, j]
                 out[s, i, j] = acc
 
 

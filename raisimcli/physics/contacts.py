@@ -114,36 +114,21 @@ class Contact:
 @njit(cache=True)
 def _unit_frame(n_raw, out):
     """out (3, 3): columns t1, t2, n around the unit normal n = n_raw / |n_raw|, right-handed;
-    t1 is the unit part of x (or of y when n is near x) orthogonal to n. Sums in index order."""
-    s = 0.0
-    for i in range(3):
-        s += n_raw[i] * n_raw[i]
-    length = math.sqrt(s)
-    n = np.empty(3)
-    for i in range(3):
-        n[i] = n_raw[i] / length
-    a = np.zeros(3)
-    if abs(n[0]) < 0.9:
-        a[0] = 1.0
-    else:
-        a[1] = 1.0
-    d = 0.0
-    for i in range(3):
-        d += a[i] * n[i]
-    t1 = np.empty(3)
-    for i in range(3):
-        t1[i] = a[i] - d * n[i]
-    s = 0.0
-    for i in range(3):
-        s += t1[i] * t1[i]
-    length = math.sqrt(s)
-    for i in range(3):
-        t1[i] = t1[i] / length
-    out[0, 0], out[1, 0], out[2, 0] = t1[0], t1[1], t1[2]
-    out[0, 1] = n[1] * t1[2] - n[2] * t1[1]
-    out[1, 1] = n[2] * t1[0] - n[0] * t1[2]
-    out[2, 1] = n[0] * t1[1] - n[1] * t1[0]
-    out[0, 2], out[1, 2], out[2, 2] = n[0], n[1], n[2]
+    t1 is the unit part of x (or of y when n is near x) orthogonal to n. Sums in index order,
+    on scalars (no array inside: each costs numba compile time)."""
+    x, y, z = n_raw[0], n_raw[1], n_raw[2]
+    length = math.sqrt(0.0 + x * x + y * y + z * z)
+    n0, n1, n2 = x / length, y / length, z / length
+    a0, a1 = (1.0, 0.0) if abs(n0) < 0.9 else (0.0, 1.0)
+    d = 0.0 + a0 * n0 + a1 * n1 + 0.0 * n2
+    t0, t1, t2 = a0 - d * n0, a1 - d * n1, 0.0 - d * n2
+    length = math.sqrt(0.0 + t0 * t0 + t1 * t1 + t2 * t2)
+    t0, t1, t2 = t0 / length, t1 / length, t2 / length
+    out[0, 0], out[1, 0], out[2, 0] = t0, t1, t2
+    out[0, 1] = n1 * t2 - n2 * t1
+    out[1, 1] = n2 * t0 - n0 * t2
+    out[2, 1] = n0 * t1 - n1 * t0
+    out[0, 2], out[1, 2], out[2, 2] = n0, n1, n2
 
 
 def contact_frame(n) -> np.ndarray:

@@ -92,16 +92,14 @@ def _mass_matrix(M_upper, bu, R, M_pin, TM, out):
 
 
 @njit(cache=True)
-def _nonlinearities(h_pin, M_pin, c, bu, R, out):
-    """out = T (h_pin + M_pin c)."""
+def _nonlinearities(h_pin, M_pin, c, bu, R, v, o, out):
+    """out = T (h_pin + M_pin c); `v`, `o` (nv, 1): scratch."""
     n = h_pin.shape[0]
-    v = np.empty((n, 1))
     for i in range(n):
         s = 0.0
         for p in range(n):
             s += M_pin[i, p] * c[p]
         v[i, 0] = h_pin[i] + s
-    o = np.empty((n, 1))
     _rotate_rows(v, bu, R, False, o)
     for i in range(n):
         out[i] = o[i, 0]
@@ -203,7 +201,8 @@ class Conventions:
                        u_pin: np.ndarray) -> np.ndarray:
         """h = T (h_pin + M_pin c), c the bias correction of u_pin."""
         out = np.empty(self.nv)
-        _nonlinearities(h_pin, M_pin, self.bias_correction(u_pin), self.block_u, R, out)
+        _nonlinearities(h_pin, M_pin, self.bias_correction(u_pin), self.block_u, R,
+                        np.empty((self.nv, 1)), np.empty((self.nv, 1)), out)
         return out
 
     # --- velocity transform ----------------------------------------------------------------------

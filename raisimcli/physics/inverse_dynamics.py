@@ -65,16 +65,17 @@ def _inertia_times(mass, c, S, lin, ang, f_lin, f_ang):
 
 @njit(cache=True)
 def _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, rows, bodies, frames, in_off, in_mass,
-                    in_lever, in_S, hang_off, hang_bodies, load_lin, load_ang, mask, force,
-                    moment, point):
+                    in_lever, in_S, hang_off, hang_bodies, load_lin, load_ang, mask, scratch,
+                    force, moment, point):
     """Each fixed joint's wrench, as the element path computes it with Pinocchio's objects: the
     welded links' inertial wrenches I a + v x* (I v), less their loads, plus the wrenches of the
     moving joints hanging from them (liMi.act(f)), moved to the world frame (oMi.act), every
-    operation in the order of Pinocchio's compiled code."""
-    w_lin, w_ang = np.zeros(3), np.zeros(3)
-    ia_lin, ia_ang, iv_lin, iv_ang = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
-    x_lin, x_ang = np.empty(3), np.empty(3)
-    wl, wa, fr = np.empty((1, 3)), np.empty((1, 3)), np.empty((1, 3))
+    operation in the order of Pinocchio's compiled code. `scratch` (11, 3): the 3-vectors of
+    the pass (no array is made inside: each would cost numba compile time)."""
+    w_lin, w_ang = scratch[0], scratch[1]
+    ia_lin, ia_ang, iv_lin, iv_ang = scratch[2], scratch[3], scratch[4], scratch[5]
+    x_lin, x_ang = scratch[6], scratch[7]
+    wl, wa, fr = scratch[8:9], scratch[9:10], scratch[10:11]
     for n in range(rows.shape[0]):
         k, b = rows[n], bodies[n]
         for i in range(3):
@@ -279,7 +280,7 @@ class InverseDynamics:
             _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, self._fixed_rows,
                             self._fixed_bodies, self._fixed_frames, self._in_off, self._in_mass,
                             self._in_lever, self._in_S, self._hang_off, self._hang_bodies,
-                            load_lin, load_ang, mask, force, moment, point)
+                            load_lin, load_ang, mask, np.empty((11, 3)), force, moment, point)
         for k, j, body, frame, welded, inertias, hanging in \
                 (self.fixed if self._views is None else ()):
             v, acc = data.v[body], data.a_gf[body]  # a_gf[0] = -gravity: the world's own

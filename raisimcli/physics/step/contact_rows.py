@@ -25,43 +25,42 @@ from raisimcli.physics.step.solver import Rows
 
 
 @njit(cache=True)
-def _point_jacobian(J_world, origin, support, point, bu, R, J_lin):
+def _point_jacobian(J_world, origin, support, point, bu, R, jj, lin, J_lin):
     """J_lin (3, nv) = the Jacobian of the world velocity of `point` (fixed to the body whose
-    joint origin is `origin` and whose support columns are `support`), in our coordinates."""
+    joint origin is `origin` and whose support columns are `support`), in our coordinates.
+    `jj` (6, nv) and `lin` (3, nv): scratch (no array is made inside: each would cost numba
+    compile time)."""
     nv = J_world.shape[1]
-    jj = np.zeros((6, nv))
+    o0, o1, o2 = origin[0], origin[1], origin[2]
     for c in range(nv):  # getJointJacobian(LOCAL_WORLD_ALIGNED): v -= o x w, support only
         if support[c]:
             w0, w1, w2 = J_world[3, c], J_world[4, c], J_world[5, c]
-            jj[0, c] = J_world[0, c] - (origin[1] * w2 - origin[2] * w1)
-            jj[1, c] = J_world[1, c] - (origin[2] * w0 - origin[0] * w2)
-            jj[2, c] = J_world[2, c] - (origin[0] * w1 - origin[1] * w0)
+            jj[0, c] = J_world[0, c] - (o1 * w2 - o2 * w1)
+            jj[1, c] = J_world[1, c] - (o2 * w0 - o0 * w2)
+            jj[2, c] = J_world[2, c] - (o0 * w1 - o1 * w0)
             jj[3, c], jj[4, c], jj[5, c] = w0, w1, w2
-    r0, r1, r2 = point[0] - origin[0], point[1] - origin[1], point[2] - origin[2]
-    skew = np.zeros((3, 3))
-    skew[0, 1], skew[0, 2] = -r2, r1
-    skew[1, 0], skew[1, 2] = r2, -r0
-    skew[2, 0], skew[2, 1] = -r1, r0
-    lin = np.empty((3, nv))
-    for i in range(3):  # v_point = v_origin + w x r, as Jj[:3] - matmul(skew(r), Jj[3:])
-        for c in range(nv):
-            s = 0.0
-            for p in range(3):
-                s += skew[i, p] * jj[3 + p, c]
-            lin[i, c] = jj[i, c] - s
+        else:
+            for i in range(6):
+                jj[i, c] = 0.0
+    r0, r1, r2 = point[0] - o0, point[1] - o1, point[2] - o2
+    for c in range(nv):  # v_point = v_origin + w x r, as Jj[:3] - matmul(skew(r), Jj[3:])
+        w0, w1, w2 = jj[3, c], jj[4, c], jj[5, c]
+        lin[0, c] = jj[0, c] - (0.0 + 0.0 * w0 + -r2 * w1 + r1 * w2)
+        lin[1, c] = jj[1, c] - (0.0 + r2 * w0 + 0.0 * w1 + -r0 * w2)
+        lin[2, c] = jj[2, c] - (0.0 + -r1 * w0 + r0 * w1 + 0.0 * w2)
     _rotate_columns(lin, bu, R, J_lin)
 
 
 @njit(cache=True)
 def _add_rows(J_world, origins, supports, bodies, points, frames, signs, first_rows, col0, bu, R,
-              J):
+              scratch, J):
     """For each contact side n: J[first_rows[n] + i, col0 + c] += signs[n] (frame^T J_lin)[i, c]
-    with J_lin the point Jacobian of body bodies[n] at points[n]."""
+    with J_lin the point Jacobian of body bodies[n] at points[n]; `scratch` (12, nv)."""
     nv = J_world.shape[1]
-    J_lin = np.empty((3, nv))
+    jj, lin, J_lin = scratch[0:6], scratch[6:9], scratch[9:12]
     for n in range(bodies.shape[0]):
         b = bodies[n]
-        _point_jacobian(J_world, origins[b], supports[b], points[n], bu, R, J_lin)
+        _point_jacobian(J_world, origins[b], supports[b], points[n], bu, R, jj, lin, J_lin)
         r = first_rows[n]
         for i in range(3):
             for c in range(nv):
@@ -101,7 +100,7 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now) ->
         _add_rows(views.J_world, views.origins, views.supports,
                   np.array([s[1] for s in sides[k]], dtype=np.int64), points[ci], frames[ci],
                   np.array([s[2] for s in sides[k]], dtype=np.float64), 3 * ci, int(offsets[k]),
-                  views.block_u, views.R, J)
+                  views.block_u, views.R, np.empty((12, system.nv)), J)
     vn = np.empty(nc)
     _normal_velocities(J, np.ascontiguousarray(u_now, dtype=np.float64), vn)
     target = np.zeros(m)

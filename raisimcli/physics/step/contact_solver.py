@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 SCALAR = 0
@@ -25,8 +24,9 @@ CONTACT = 1
 
 
 @njit(cache=True)
-def _solve3(G, b):
-    """x = G^-1 b for a 3x3 matrix (Cramer), and whether G was invertible."""
+def _solve3(G, b0, b1, b2):
+    """(x0, x1, x2, invertible): x = G^-1 b for a 3x3 matrix (Cramer). Scalars in and out: no
+    array is made inside (each would cost numba compile time)."""
     a00, a01, a02 = G[0, 0], G[0, 1], G[0, 2]
     a10, a11, a12 = G[1, 0], G[1, 1], G[1, 2]
     a20, a21, a22 = G[2, 0], G[2, 1], G[2, 2]
@@ -34,13 +34,12 @@ def _solve3(G, b):
     c01 = a12 * a20 - a10 * a22
     c02 = a10 * a21 - a11 * a20
     det = a00 * c00 + a01 * c01 + a02 * c02
-    x = np.zeros(3)
     if abs(det) < 1e-300:
-        return x, False
-    x[0] = (c00 * b[0] + (a02 * a21 - a01 * a22) * b[1] + (a01 * a12 - a02 * a11) * b[2]) / det
-    x[1] = (c01 * b[0] + (a00 * a22 - a02 * a20) * b[1] + (a02 * a10 - a00 * a12) * b[2]) / det
-    x[2] = (c02 * b[0] + (a01 * a20 - a00 * a21) * b[1] + (a00 * a11 - a01 * a10) * b[2]) / det
-    return x, True
+        return 0.0, 0.0, 0.0, False
+    x0 = (c00 * b0 + (a02 * a21 - a01 * a22) * b1 + (a01 * a12 - a02 * a11) * b2) / det
+    x1 = (c01 * b0 + (a00 * a22 - a02 * a20) * b1 + (a02 * a10 - a00 * a12) * b2) / det
+    x2 = (c02 * b0 + (a01 * a20 - a00 * a21) * b1 + (a00 * a11 - a01 * a10) * b2) / det
+    return x0, x1, x2, True
 
 
 @njit(cache=True)
@@ -67,17 +66,13 @@ def solve_contact(G, v0, tn, mu, lam_out):
         lam_out[1] = 0.0
         lam_out[2] = 0.0
         return
-    # element by element, not as array expressions: those compile numba's broadcasting checks
-    # and their error messages, seconds on a fresh cache
-    rhs = np.empty(3)
-    rhs[0] = 0.0 - v0[0]
-    rhs[1] = 0.0 - v0[1]
-    rhs[2] = tn - v0[2]
-    lam, ok = _solve3(G, rhs)
-    if ok and lam[2] >= 0.0 and math.sqrt(lam[0] ** 2 + lam[1] ** 2) <= mu * lam[2]:
-        lam_out[0] = lam[0]
-        lam_out[1] = lam[1]
-        lam_out[2] = lam[2]
+    # scalars, not array expressions: those compile numba's broadcasting checks and their
+    # error messages, seconds on a fresh cache
+    l0, l1, l2, ok = _solve3(G, 0.0 - v0[0], 0.0 - v0[1], tn - v0[2])
+    if ok and l2 >= 0.0 and math.sqrt(l0 ** 2 + l1 ** 2) <= mu * l2:
+        lam_out[0] = l0
+        lam_out[1] = l1
+        lam_out[2] = l2
         return
     if mu <= 0.0:  # frictionless: a normal impulse alone
         ln = max(0.0, (tn - v0[2]) / G[2, 2])
@@ -86,7 +81,7 @@ def solve_contact(G, v0, tn, mu, lam_out):
         lam_out[2] = ln
         return
     # sliding: search the angle. Start from the sticking impulse's direction.
-    th0 = math.atan2(lam[1], lam[0]) if ok else math.atan2(-v0[1], -v0[0])
+    th0 = math.atan2(l1, l0) if ok else math.atan2(-v0[1], -v0[0])
     n_samples = 32
     best_th = th0
     best_r = 1e300
@@ -126,17 +121,15 @@ def solve_contact(G, v0, tn, mu, lam_out):
 
 @njit(cache=True)
 def block_gauss_seidel(G, v, lam, target, lo, hi, block_start, block_kind, block_mu,
-                       max_iterations, tolerance):
+                       max_iterations, tolerance, scratch):
     """Sweep the blocks (a scalar box row, or a 3-row contact), solving each exactly given the
-    others; `v` and `lam` are updated in place. Returns (sweeps, largest velocity change of the
-    last sweep)."""
+    others; `v` and `lam` are updated in place; `scratch` (5, 3). Returns (sweeps, largest
+    velocity change of the last sweep)."""
     nb = block_start.shape[0]
     m = lam.shape[0]
     residual = 0.0
     sweeps = 0
-    Gb = np.zeros((3, 3))
-    v0 = np.zeros(3)
-    new = np.zeros(3)
+    Gb, v0, new = scratch[0:3], scratch[3], scratch[4]
     for sweep in range(1, max_iterations + 1):
         sweeps = sweep
         residual = 0.0

@@ -120,5 +120,6 @@ def solve_impulses(rows: Rows, u_star: np.ndarray, response: np.ndarray,
         G, v, lam, np.ascontiguousarray(rows.target, dtype=np.float64),
         np.ascontiguousarray(rows.lo, dtype=np.float64),
         np.ascontiguousarray(rows.hi, dtype=np.float64), start, kind,
-        np.ascontiguousarray(mu, dtype=np.float64), max_iterations, tolerance)
+        np.ascontiguousarray(mu, dtype=np.float64), max_iterations, tolerance,
+        np.empty((5, 3)))
     return SolverResult(lam, u_star + matmul(response, lam), iterations, residual)
