@@ -54,10 +54,14 @@ class Rows:
         return self.J.shape[0]
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(block_start, block_kind, block_mu); rows without blocks get one scalar block each,
+        made on the first call and kept (the rows of a joint state are reused from step to
+        step)."""
         if self.block_start is None:
             m = self.m
-            return (np.arange(m, dtype=np.int64), np.full(m, SCALAR, dtype=np.int64),
-                    np.zeros(m))
+            self.block_start = np.arange(m, dtype=np.int64)
+            self.block_kind = np.full(m, SCALAR, dtype=np.int64)
+            self.block_mu = np.zeros(m)
         return self.block_start, self.block_kind, self.block_mu
 
     @classmethod

@@ -21,6 +21,8 @@ def islands(systems, contacts) -> list[tuple[list, list]]:
     """The systems grouped by the contacts between them: (systems, their contacts) per group, in
     the order of their first system; a contact with the ground or a static box belongs to its
     robot's group."""
+    if len(systems) == 1:
+        return [(list(systems), list(contacts))]
     parent = list(range(len(systems)))
     index = {id(s): k for k, s in enumerate(systems)}
 
