@@ -219,9 +219,11 @@ class ArticulatedSystem:
         rotation blocks of the velocity transform T of :mod:`raisimcli.physics.conventions`
         (None when T = I)."""
         if "pin" not in self._cache:
-            R = None if self.conv.identity else self.conv.rotations(self.q)
-            u_pin = self.u if R is None else self.conv.to_pin_velocity(R, self.u)
-            self._cache["pin"] = (self.q[self.pinocchio.q_to_pin], u_pin, R)
+            if self.conv.identity:
+                self._cache["pin"] = (self.q[self.pinocchio.q_to_pin], self.u, None)
+            else:
+                self._cache["pin"] = self.conv.pin_inputs(self.q, self.u,
+                                                          self.pinocchio.q_to_pin)
         return self._cache["pin"]
 
     def _kinematics(self):

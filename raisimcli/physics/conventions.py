@@ -92,9 +92,27 @@ def _mass_matrix(M_upper, bu, R, M_pin, TM, out):
 
 
 @njit(cache=True)
-def _nonlinearities(h_pin, M_pin, c, bu, R, v, o, out):
-    """out = T (h_pin + M_pin c); `v`, `o` (nv, 1): scratch."""
+def _pin_inputs(q, u, q_to_pin, bq, bu, q_pin, R, u_pin):
+    """Pinocchio's coordinates q_pin = q[q_to_pin], the rotation blocks R of T at q, and
+    Pinocchio's velocity u_pin = T^T u (u_pin: (nv, 1))."""
+    for i in range(q_to_pin.shape[0]):
+        q_pin[i] = q[q_to_pin[i]]
+    _rotations(q, bq, R)
+    _rotate_rows(u, bu, R, True, u_pin)
+
+
+@njit(cache=True)
+def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, out):
+    """out = T (h_pin + M_pin c), c the bias correction of u_pin (see bias_correction);
+    `c` (nv,), `v`, `o` (nv, 1): scratch."""
     n = h_pin.shape[0]
+    for i in range(n):
+        c[i] = 0.0
+    for k in range(floating_u.shape[0]):  # linalg.cross(omega, v) of Pinocchio's velocity
+        us = floating_u[k]
+        a0, a1, a2 = u_pin[us], u_pin[us + 1], u_pin[us + 2]
+        b0, b1, b2 = u_pin[us + 3], u_pin[us + 4], u_pin[us + 5]
+        c[us], c[us + 1], c[us + 2] = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
     for i in range(n):
         s = 0.0
         for p in range(n):
@@ -103,6 +121,45 @@ def _nonlinearities(h_pin, M_pin, c, bu, R, v, o, out):
     _rotate_rows(v, bu, R, False, o)
     for i in range(n):
         out[i] = o[i, 0]
+
+
+@njit(cache=True)
+def _turn(q, qs, x, y, z, out):
+    """out[qs:qs + 4] = quat_exp((x, y, z)) * q[qs:qs + 4], normalised: the operations of
+    quat_exp, quat_multiply and linalg.norm in their order."""
+    angle = math.sqrt(x * x + y * y + z * z)
+    if angle < 1e-8:
+        s = 0.5 - angle * angle / 48.0
+        aw = 1.0 - angle * angle / 8.0
+    else:
+        s = math.sin(0.5 * angle) / angle
+        aw = math.cos(0.5 * angle)
+    ax, ay, az = s * x, s * y, s * z
+    bw, bx, by, bz = q[qs], q[qs + 1], q[qs + 2], q[qs + 3]
+    w = aw * bw - ax * bx - ay * by - az * bz
+    i = aw * bx + ax * bw + ay * bz - az * by
+    j = aw * by - ax * bz + ay * bw + az * bx
+    k = aw * bz + ax * by - ay * bx + az * bw
+    n = math.sqrt(0.0 + w * w + i * i + j * j + k * k)
+    out[qs], out[qs + 1], out[qs + 2], out[qs + 3] = w / n, i / n, j / n, k / n
+
+
+@njit(cache=True)
+def _integrate(q, u_bar, dt, one_q, one_u, floating_u, floating_q, spherical_u, spherical_q,
+               out):
+    """Conventions.integrate into out (nq,)."""
+    for i in range(q.shape[0]):
+        out[i] = q[i]
+    for k in range(one_q.shape[0]):
+        out[one_q[k]] = q[one_q[k]] + dt * u_bar[one_u[k]]
+    for k in range(floating_u.shape[0]):
+        us, qs = floating_u[k], floating_q[k]
+        for i in range(3):
+            out[qs + i] = q[qs + i] + dt * u_bar[us + i]
+        _turn(q, qs + 3, dt * u_bar[us + 3], dt * u_bar[us + 4], dt * u_bar[us + 5], out)
+    for k in range(spherical_u.shape[0]):
+        us, qs = spherical_u[k], spherical_q[k]
+        _turn(q, qs, dt * u_bar[us], dt * u_bar[us + 1], dt * u_bar[us + 2], out)
 
 
 def quat_to_matrix(q) -> np.ndarray:
@@ -162,14 +219,21 @@ class Conventions:
         self.spherical = [(j.u_slice.start, j.q_slice.start) for j in model.moving_joints
                           if j.type == "spherical"]
         one = [j for j in model.moving_joints if j.nv == 1]
-        self.one_dof_q = np.array([j.q_slice.start for j in one], dtype=int)
-        self.one_dof_u = np.array([j.u_slice.start for j in one], dtype=int)
+        self.one_dof_q = np.array([j.q_slice.start for j in one], dtype=np.int64)
+        self.one_dof_u = np.array([j.u_slice.start for j in one], dtype=np.int64)
+        self._floating_u = np.array([us for us, _ in self.floating], dtype=np.int64)
+        self._floating_q = np.array([qs for _, qs in self.floating], dtype=np.int64)
+        self._spherical_u = np.array([us for us, _ in self.spherical], dtype=np.int64)
+        self._spherical_q = np.array([qs for _, qs in self.spherical], dtype=np.int64)
         self.identity = not self.floating and not self.spherical
         blocks = [(us, qs + 3) for us, qs in self.floating] + \
             [(us + 3, qs + 3) for us, qs in self.floating] + list(self.spherical)
         blocks.sort()
         self.block_u = np.array([b[0] for b in blocks], dtype=np.int64)
         self.block_q = np.array([b[1] for b in blocks], dtype=np.int64)
+        n = self.nv  # scratch of the compiled transforms (never returned)
+        self._TM, self._c = np.empty((n, n)), np.empty(n)
+        self._v, self._o = np.empty((n, 1)), np.empty((n, 1))
 
     # --- T as rotation blocks (compiled; the same bits as the dense products with T) -----------
     def rotations(self, q: np.ndarray) -> np.ndarray:
@@ -193,16 +257,24 @@ class Conventions:
     def mass_matrix(self, R: np.ndarray, M_upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(M_pin, T M_pin T^T) of the upper triangle that Pinocchio's crba writes."""
         n = self.nv
-        M_pin, TM, M = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
-        _mass_matrix(M_upper, self.block_u, R, M_pin, TM, M)
+        M_pin, M = np.empty((n, n)), np.empty((n, n))
+        _mass_matrix(M_upper, self.block_u, R, M_pin, self._TM, M)
         return M_pin, M
+
+    def pin_inputs(self, q: np.ndarray, u: np.ndarray, q_to_pin: np.ndarray):
+        """(q_pin, u_pin, R): Pinocchio's coordinates and velocity at (q, u), and the rotation
+        blocks of T (see rotations)."""
+        q_pin, R = np.empty(q_to_pin.shape[0]), np.empty((self.block_u.size, 3, 3))
+        u_pin = np.empty((self.nv, 1))
+        _pin_inputs(q, u.reshape(-1, 1), q_to_pin, self.block_q, self.block_u, q_pin, R, u_pin)
+        return q_pin, u_pin[:, 0], R
 
     def nonlinearities(self, R: np.ndarray, h_pin: np.ndarray, M_pin: np.ndarray,
                        u_pin: np.ndarray) -> np.ndarray:
         """h = T (h_pin + M_pin c), c the bias correction of u_pin."""
         out = np.empty(self.nv)
-        _nonlinearities(h_pin, M_pin, self.bias_correction(u_pin), self.block_u, R,
-                        np.empty((self.nv, 1)), np.empty((self.nv, 1)), out)
+        _nonlinearities(h_pin, M_pin, u_pin, self._floating_u, self.block_u, R, self._c,
+                        self._v, self._o, out)
         return out
 
     # --- velocity transform ----------------------------------------------------------------------
@@ -231,15 +303,11 @@ class Conventions:
         """Spec step 6: q_{t+1} = q_t + dt u_bar, a quaternion turned by the same angular velocity
         (world frame for a floating joint, the parent's joint frame for a spherical joint; both
         multiply on the left). Quaternions are renormalised."""
-        q_next = q.copy()
-        q_next[self.one_dof_q] += dt * u_bar[self.one_dof_u]
-        for us, qs in self.floating:
-            q_next[qs:qs + 3] += dt * u_bar[us:us + 3]
-            quat = quat_multiply(quat_exp(dt * u_bar[us + 3:us + 6]), q[qs + 3:qs + 7])
-            q_next[qs + 3:qs + 7] = quat / norm(quat)
-        for us, qs in self.spherical:
-            quat = quat_multiply(quat_exp(dt * u_bar[us:us + 3]), q[qs:qs + 4])
-            q_next[qs:qs + 4] = quat / norm(quat)
+        q_next = np.empty(q.shape[0])
+        _integrate(np.ascontiguousarray(q, dtype=np.float64),
+                   np.ascontiguousarray(u_bar, dtype=np.float64), float(dt), self.one_dof_q,
+                   self.one_dof_u, self._floating_u, self._floating_q, self._spherical_u,
+                   self._spherical_q, q_next)
         return q_next
 
     # --- the body-frame form used by RUNGE_KUTTA_4 ------------------------------------------
