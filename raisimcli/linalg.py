@@ -268,6 +268,14 @@ class Cholesky:
         self.L = np.zeros((self.n, self.n))
         self.info = int(_cholesky(A, self.L))
 
+    @classmethod
+    def of_factor(cls, L: np.ndarray, info: int) -> "Cholesky":
+        """The factorisation whose lower factor L (and info) a compiled pass has computed with
+        _cholesky."""
+        c = cls.__new__(cls)
+        c.n, c.L, c.info = L.shape[0], L, int(info)
+        return c
+
     def solve(self, B) -> np.ndarray:
         """A^-1 B for a (n,) vector or an (n, k) matrix."""
         B = _f64(B)

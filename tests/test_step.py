@@ -537,3 +537,46 @@ def test_runge_kutta_4_reports_the_last_stage_actuator_state():
     w.integrate()
     st = r.get_actuator_states()
     assert st.motor_speed[0] == pytest.approx(10.0 * (2.0 + 0.001 * 1.0 / 0.5), rel=1e-12)
+
+
+def test_fused_explicit_pass_is_the_spec_functions_composed():
+    # steps 1, 3 and u* fused into one compiled pass: the same bits as the functions that state
+    # the spec's equations one by one, with limits that clamp, infinite limits and a NaN command
+    from raisimcli.physics.step.command import clamped_command, pd_torque
+    from raisimcli.physics.step.explicit import explicit_torque
+    from raisimcli.physics.step.fused import explicit_pass
+    from raisimcli.physics.step.implicit import Factorized, free_velocity
+    rng = np.random.default_rng(8)
+    n, dt = 9, 0.002
+    for trial in range(200):
+        v = [rng.standard_normal(n) * 10 for _ in range(11)]
+        kp, kd, q_err, u_ref, u, tau_ff, b_joint, b_out, tau_act, k_s, spring_err = v
+        tau_ext, h = rng.standard_normal(n), rng.standard_normal(n)
+        upper = np.where(rng.random(n) < 0.3, np.inf, np.abs(rng.standard_normal(n)) * 5)
+        lower = -upper
+        if trial % 10 == 0:
+            tau_ff[0] = np.nan
+        A = rng.standard_normal((n, n))
+        M = A @ A.T + n * np.eye(n)
+        w = np.abs(rng.standard_normal(n))
+        tau_cmd, b, factor, u_star = explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower,
+                                                   upper, b_joint, b_out, tau_act, k_s,
+                                                   spring_err, tau_ext, w, M, h)
+        ref_cmd = clamped_command(tau_ff, pd_torque(kp, kd, q_err, u_ref, u), lower, upper)
+        ref_factor = Factorized(M + np.diag(w))
+        ref_u = free_velocity(ref_factor, u, dt, explicit_torque(ref_cmd, b_joint, b_out, u,
+                                                                 tau_act, k_s, spring_err,
+                                                                 tau_ext), h)
+        assert tau_cmd.tobytes() == ref_cmd.tobytes()
+        assert b.tobytes() == (b_joint + b_out).tobytes()
+        assert factor.matrix.tobytes() == ref_factor.matrix.tobytes()
+        assert factor._c.L.tobytes() == ref_factor._c.L.tobytes()
+        assert u_star.tobytes() == ref_u.tobytes()
+    # and a mass matrix that is not positive definite is refused the same way
+    from raisimcli.errors import RaisimcliError
+    z = np.zeros(n)
+    with pytest.raises(RaisimcliError, match="DoF 'd3'"):
+        M = np.eye(n)
+        M[3, 3] = 0.0
+        explicit_pass(dt, z, z, z, z, z, z, z - 1, z + 1, z, z, z, z, z, z, z, M, z,
+                      [f"d{k}" for k in range(n)])

@@ -22,8 +22,8 @@ from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.command import clamped_command, pd_torque
 from raisimcli.physics.step.decomposition import torque_table
-from raisimcli.physics.step.explicit import explicit_torque
-from raisimcli.physics.step.implicit import Factorized, free_velocity, implicit_diagonal
+from raisimcli.physics.step.fused import explicit_pass
+from raisimcli.physics.step.implicit import implicit_diagonal
 from raisimcli.physics.step.joint_rows import JointRowTable
 from raisimcli.physics.step.solver import DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE
 from raisimcli.physics.step.stage import Stage
@@ -612,19 +612,18 @@ class ArticulatedSystem:
         # a floating base has no PD gains and no springs: its error is not needed
         q_err = self.conv.difference(q, self.q_ref, floating=False) if self.control_mode == \
             PD_PLUS_FEEDFORWARD_TORQUE else np.zeros(self.nv)
-        tau_cmd = clamped_command(self.tau_ff, pd_torque(kp, kd, q_err, self.u_ref, u),
-                                  self.tau_lower, self.tau_upper)
         tau_act, act_state = actuator_torques(self.transmission, self.tau_a, u,
                                               self.motor_region_enforced)
         spring_err = self.conv.difference(q, self._spring_rest, floating=False) \
             if self.springs else np.zeros(self.nv)
         tau_ext = self._external_generalized_force()
-        b = self.b_joint + self.transmission.output_damping
-        tau_exp = explicit_torque(tau_cmd, self.b_joint, self.transmission.output_damping, u,
-                                  tau_act, self.k_s, spring_err, tau_ext)
         w = self._implicit_diagonal(dt)
-        factor = Factorized(M + np.diag(w), self.model.dof_names)
-        u_star = free_velocity(factor, u, dt, tau_exp, h)
+        # steps 1, 3 and u*: clamped_command(tau_ff, pd_torque(...)), explicit_torque,
+        # Factorized(M + diag(w)) and free_velocity, in one compiled pass (step/fused.py)
+        tau_cmd, b, factor, u_star = explicit_pass(
+            dt, kp, kd, q_err, self.u_ref, u, self.tau_ff, self.tau_lower, self.tau_upper,
+            self.b_joint, self.transmission.output_damping, tau_act, self.k_s, spring_err,
+            tau_ext, w, M, h, self.model.dof_names)
         return Stage(M=M, h=h, q_err=q_err, tau_cmd=tau_cmd, tau_act=tau_act,
                      act_state=act_state, spring_err=spring_err, tau_ext=tau_ext, b=b,
                      factor=factor, u_star=u_star, kp=kp, kd=kd)

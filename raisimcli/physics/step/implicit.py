@@ -16,9 +16,10 @@ class Factorized:
     """One Cholesky factorisation of M~ (nv, nv), reused for every solve of the step (our
     fixed-order loops, not LAPACK: see raisimcli.linalg)."""
 
-    def __init__(self, M_tilde: np.ndarray, dof_names=None):
+    def __init__(self, M_tilde: np.ndarray, dof_names=None, factor: Cholesky | None = None):
+        """`factor`: the Cholesky factorisation of M_tilde when it has been computed already."""
         self.matrix = M_tilde
-        self._c = Cholesky(M_tilde)
+        self._c = Cholesky(M_tilde) if factor is None else factor
         if self._c.info != 0:
             k = self._c.info - 1
             dof = f"DoF {dof_names[k]!r}" if dof_names is not None else f"DoF {k}"

@@ -1,0 +1,59 @@
+"""Spec steps 1, 3 and the first part of step 4 of one system in one compiled pass: the clamped
+command, the explicit torque, M~ = M + diag(w), its Cholesky factor and the free velocity u*.
+
+The pass is the composition of command.pd_torque, command.clamped_command,
+explicit.explicit_torque, implicit.Factorized and implicit.free_velocity (which state the spec's
+equations one by one), with each entry computed by the same operations in the same order, so
+the results have the same bits (tests/test_step.py compares them); fused, they cost one call
+instead of about twenty small array operations. numpy's maximum and minimum are taken with
+numpy's rule for one element: a NaN propagates, and of two equal values the first is kept.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from raisimcli.linalg import Cholesky, _cho_solve, _cholesky
+from raisimcli.physics.step.implicit import Factorized
+
+
+@njit(cache=True)
+def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out, tau_act,
+                   k_s, spring_err, tau_ext, w, M, h, tau_cmd, b, rhs, M_tilde, L, x, u_star):
+    n = u.shape[0]
+    for i in range(n):
+        tau_pd = kp[i] * q_err[i] + kd[i] * (u_ref[i] - u[i])
+        c = tau_ff[i] + tau_pd
+        if not (c >= lower[i] or c != c):  # np.maximum(c, lower)
+            c = lower[i]
+        if not (c <= upper[i] or c != c):  # np.minimum(c, upper)
+            c = upper[i]
+        tau_cmd[i] = c
+        b[i] = b_joint[i] + b_out[i]
+        tau_exp = c - (b_joint[i] + b_out[i]) * u[i] + tau_act[i] + k_s[i] * spring_err[i] + \
+            tau_ext[i]
+        rhs[i, 0] = tau_exp - h[i]
+    for i in range(n):  # M + np.diag(w): the off-diagonal entries plus 0.0
+        for j in range(n):
+            M_tilde[i, j] = M[i, j] + (w[i] if i == j else 0.0)
+    info = _cholesky(M_tilde, L)
+    if info == 0:
+        _cho_solve(L, rhs, x)
+        for i in range(n):
+            u_star[i] = u[i] + dt * x[i, 0]
+    return info
+
+
+def explicit_pass(dt: float, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out,
+                  tau_act, k_s, spring_err, tau_ext, w, M, h, dof_names=None):
+    """(tau_cmd, b_joint + b_out, Factorized(M + diag(w)), u*) of the step, for (nv,) float64
+    arrays; a non-positive-definite M~ raises as Factorized does."""
+    n = u.shape[0]
+    tau_cmd, b, u_star = np.empty(n), np.empty(n), np.empty(n)
+    M_tilde, L = np.empty((n, n)), np.zeros((n, n))
+    info = _explicit_pass(float(dt), kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint,
+                          b_out, tau_act, k_s, spring_err, tau_ext, w, M, h, tau_cmd, b,
+                          np.empty((n, 1)), M_tilde, L, np.empty((n, 1)), u_star)
+    factor = Factorized(M_tilde, dof_names, Cholesky.of_factor(L, info))
+    return tau_cmd, b, factor, u_star
