@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from raisimcli.linalg import matmul
 from raisimcli.physics.step.contact_solver import SCALAR, block_gauss_seidel
@@ -48,6 +49,23 @@ class Rows:
     block_start: np.ndarray | None = None
     block_kind: np.ndarray | None = None
     block_mu: np.ndarray | None = None
+    _groups: tuple | None = field(default=None, repr=False, compare=False)
+
+    def source_groups(self) -> tuple[list, np.ndarray, np.ndarray]:
+        """(sources, order, starts): the distinct sources in the order of their first row, and
+        the rows of source k, order[starts[k]:starts[k + 1]], in row order (kept once made)."""
+        if self._groups is None:
+            selections: dict[str, list] = {}
+            for i, src in enumerate(self.source):
+                selections.setdefault(src, []).append(i)
+            starts = [0]
+            for sel in selections.values():
+                starts.append(starts[-1] + len(sel))
+            self._groups = (list(selections),
+                            np.array([i for sel in selections.values() for i in sel],
+                                     dtype=np.int64),
+                            np.array(starts, dtype=np.int64))
+        return self._groups
 
     @property
     def m(self) -> int:
@@ -108,22 +126,52 @@ class SolverResult:
     residual: float          # the largest velocity change of the last sweep
 
 
+@njit(cache=True)
+def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterations, tolerance,
+           G, v, scratch, u_next):
+    """G = J response, v = J u* + G lam, the block Gauss-Seidel, u_next = u* + response lam:
+    every product summed in index order (linalg.matmul's). Returns (sweeps, residual)."""
+    m, N = J.shape
+    for i in range(m):
+        for j in range(m):
+            s = 0.0
+            for p in range(N):
+                s += J[i, p] * response[p, j]
+            G[i, j] = s
+    for i in range(m):
+        a = 0.0
+        for p in range(N):
+            a += J[i, p] * u_star[p]
+        c = 0.0
+        for p in range(m):
+            c += G[i, p] * lam[p]
+        v[i] = a + c
+    sweeps, residual = block_gauss_seidel(G, v, lam, target, lo, hi, start, kind, mu,
+                                          max_iterations, tolerance, scratch)
+    for i in range(N):
+        s = 0.0
+        for p in range(m):
+            s += response[i, p] * lam[p]
+        u_next[i] = u_star[i] + s
+    return sweeps, residual
+
+
 def solve_impulses(rows: Rows, u_star: np.ndarray, response: np.ndarray,
                    impulse0: np.ndarray | None = None,
                    max_iterations: int = DEFAULT_MAX_ITERATIONS,
                    tolerance: float = DEFAULT_TOLERANCE) -> SolverResult:
-    """Solve the rows for their impulses; `response` is (nv, m), A^-1 J^T."""
+    """Solve the rows for their impulses; `response` is (nv, m), A^-1 J^T. The Delassus matrix
+    G = J response of the rows, their velocities at the start v = J u* + G lambda_0, and the
+    sweeps run in one compiled call."""
     m = rows.m
     if m == 0:
         return SolverResult(np.zeros(0), u_star.copy(), 0, 0.0)
-    G = matmul(rows.J, response)  # Delassus matrix of the rows, (m, m)
     lam = np.zeros(m) if impulse0 is None else np.array(impulse0, dtype=np.float64)
-    v = matmul(rows.J, u_star) + matmul(G, lam)
     start, kind, mu = rows.blocks()
-    iterations, residual = block_gauss_seidel(
-        G, v, lam, np.ascontiguousarray(rows.target, dtype=np.float64),
-        np.ascontiguousarray(rows.lo, dtype=np.float64),
-        np.ascontiguousarray(rows.hi, dtype=np.float64), start, kind,
-        np.ascontiguousarray(mu, dtype=np.float64), max_iterations, tolerance,
-        np.empty((5, 3)))
-    return SolverResult(lam, u_star + matmul(response, lam), iterations, residual)
+    f = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+    u_next = np.empty(u_star.shape[0])
+    iterations, residual = _solve(
+        f(rows.J), f(response), f(u_star), lam, f(rows.target), f(rows.lo), f(rows.hi), start,
+        kind, f(mu), int(max_iterations), float(tolerance), np.empty((m, m)), np.empty(m),
+        np.empty((5, 3)), u_next)
+    return SolverResult(lam, u_next, int(iterations), float(residual))

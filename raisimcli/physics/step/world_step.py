@@ -111,16 +111,7 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
     lam = result.impulse
     if contacts:
         report_contact_impulses(contacts, rows, lam, result.u_next)
-    # the rows of each source (in row order), found once for every system
-    selections: dict[str, list] = {}
-    for i, src in enumerate(rows.source):
-        selections.setdefault(src, []).append(i)
-    sources = list(selections)
-    order = np.array([i for sel in selections.values() for i in sel], dtype=np.int64)
-    starts = [0]
-    for sel in selections.values():
-        starts.append(starts[-1] + len(sel))
-    starts = np.array(starts, dtype=np.int64)
+    sources, order, starts = rows.source_groups()  # the rows of each source, in row order
     J = np.ascontiguousarray(rows.J)
     for k, (s, st) in enumerate(zip(systems, stages)):
         cols = slice(offsets[k], offsets[k + 1])
