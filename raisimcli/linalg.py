@@ -88,6 +88,25 @@ def _cho_solve(L, B, X):
 
 
 @njit(cache=True)
+def _cho_solve_rows(L, B, col0, X, row0):
+    """X[row0 + i, c] = ((L L^T)^-1 B[c, col0 : col0 + n])[i] for every row c of B: the solution
+    of B's column block transposed, read from B's rows (no transposed copy), with _cho_solve's
+    operations in its order."""
+    n = L.shape[0]
+    for c in range(B.shape[0]):
+        for i in range(n):
+            s = B[c, col0 + i]
+            for p in range(i):
+                s -= L[i, p] * X[row0 + p, c]
+            X[row0 + i, c] = s / L[i, i]
+        for i in range(n - 1, -1, -1):
+            s = X[row0 + i, c]
+            for p in range(i + 1, n):
+                s -= L[p, i] * X[row0 + p, c]
+            X[row0 + i, c] = s / L[i, i]
+
+
+@njit(cache=True)
 def _pivoted_rank(A, tol, perm):
     """Outer-product Cholesky of the symmetric A (overwritten) with diagonal pivoting (LAPACK
     dpstrf's rule: the largest remaining diagonal entry, the first one on a tie; stop when it
@@ -284,6 +303,11 @@ class Cholesky:
         X = np.empty_like(B2)
         _cho_solve(self.L, np.ascontiguousarray(B2), X)
         return X.reshape(-1) if vector else X
+
+    def solve_rows_into(self, B, col0: int, X, row0: int) -> None:
+        """X[row0 : row0 + n, :] = A^-1 B[:, col0 : col0 + n]^T for B (k, >= col0 + n) and X
+        (>= row0 + n, k), both C-contiguous float64: the bits of solve(B[:, col0:col0 + n].T)."""
+        _cho_solve_rows(self.L, B, int(col0), X, int(row0))
 
 
 def independent_rows(D, tol: float) -> np.ndarray:

@@ -541,3 +541,35 @@ def test_contact_rows_give_the_relative_velocity_of_the_contact_point():
                 back = _point_position(system, link, local, system.conv.integrate(q, u[k], -eps))
                 v += sign * (ahead - back) / (2 * eps)
             assert_close(v_rows[3 * c_i:3 * c_i + 3], c.frame.T @ v, rtol=1e-7, atol=1e-8)
+
+
+def test_contact_rows_after_joint_rows_are_the_two_stacked():
+    """contact_rows(..., before=joint rows) writes the contact rows under the joint rows without
+    stacking copies: it must give exactly Rows.stack([joint rows, contact rows]) (every array,
+    label, key and block), here with the hind knees beyond their limits (scalar rows) and four
+    feet on the ground."""
+    from raisimcli.physics.step.contact_rows import contact_rows
+    from raisimcli.physics.step.solver import Rows
+    w = World(0.001)
+    w.add_ground(0.0)
+    r = w.add_articulated_system(load_urdf(robot("quadruped.urdf")))
+    q = r.get_generalized_coordinate()
+    q[2], q[7:] = 0.4485, [0.0, 0.6, -1.2, 0.0, 0.6, -1.2, 0.0, -0.6, 1.2, 0.0, -0.6, 1.2]
+    r.set_state(q, np.zeros(18))
+    r.set_pd_gains(np.full(18, 300.0), np.full(18, 10.0))
+    r.set_pd_target(q, np.zeros(18))
+    for _ in range(300):  # settle onto the feet
+        w.integrate()
+    w.integrate1()
+    stage = r.prepare_step(w.dt)
+    joint = stage.joint_rows
+    assert joint.m and w.contacts
+    args = (w.contacts, [r], {id(r): 0}, [0, r.nv], r.nv, w.dt, r.u)
+    merged = contact_rows(*args, before=joint)
+    stacked = Rows.stack([joint, contact_rows(*args)])
+    for name in ("J", "target", "lo", "hi", "block_start", "block_kind", "block_mu"):
+        assert np.array_equal(getattr(merged, name), getattr(stacked, name)), name
+        assert getattr(merged, name).dtype == getattr(stacked, name).dtype, name
+    assert merged.source == stacked.source and merged.key == stacked.key
+    assert merged.source.count("contacts") == 3 * len(w.contacts) and \
+        merged.source[:joint.m] == joint.source

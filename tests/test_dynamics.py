@@ -67,7 +67,6 @@ def _body_velocities_by_fd(sys, eps=1e-6):
     for name, p in poses.items():
         (c0, R0), (c1, R1) = p[-1], p[1]
         v = (c1 - c0) / (2 * eps)
-        from raisimcli.physics.conventions import quat_to_matrix  # noqa: F401
         import pinocchio as pin
         w = pin.log3(R1 @ R0.T) / (2 * eps)
         out[name] = (v, w, 0.5 * (R0 + R1))

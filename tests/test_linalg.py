@@ -51,6 +51,25 @@ def test_cholesky_solves_like_lapack(rng):
     assert_close(c.solve(B), np.linalg.solve(A, B), rtol=1e-11, atol=1e-12, what="A^-1 B")
 
 
+def test_cholesky_solves_a_column_block_of_rows_into_a_larger_matrix(rng):
+    """solve_rows_into (the impulse response of one system among several) writes
+    A^-1 B[:, cols]^T into its rows of X, leaves the other rows alone, and agrees with LAPACK."""
+    for n, k, col0, row0, width in ((6, 5, 0, 0, 6), (6, 7, 4, 4, 13), (5, 3, 2, 7, 9)):
+        X0 = rng.standard_normal((n, n))
+        A = X0 @ X0.T + n * np.eye(n)
+        B = rng.standard_normal((k, width))
+        X = np.full((max(width, row0 + n), k), 7.0)
+        c = Cholesky(A)
+        c.solve_rows_into(B, col0, X, row0)
+        block = B[:, col0:col0 + n]
+        assert_close(A @ X[row0:row0 + n], block.T, rtol=1e-12, atol=1e-12, what="A X = B^T")
+        assert_close(X[row0:row0 + n], np.linalg.solve(A, block.T), rtol=1e-11, atol=1e-12,
+                     what="vs LAPACK")
+        others = np.ones(X.shape[0], dtype=bool)
+        others[row0:row0 + n] = False
+        assert np.all(X[others] == 7.0)
+
+
 def test_cholesky_reports_the_first_non_positive_pivot():
     A = np.diag([1.0, 2.0, -1.0, 4.0])
     assert Cholesky(A).info == 3

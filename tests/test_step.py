@@ -539,6 +539,49 @@ def test_runge_kutta_4_reports_the_last_stage_actuator_state():
     assert st.motor_speed[0] == pytest.approx(10.0 * (2.0 + 0.001 * 1.0 / 0.5), rel=1e-12)
 
 
+def test_actuator_loop_gives_the_array_expressions_of_step_2():
+    # spec step 2 written as array expressions (w_m = T u, the two clamps of the region,
+    # tau_a / G, T^T tau_m) against the compiled loop: the same bits, with regions that bind,
+    # peaks below the stall torque, couplings, zero actuators and NaN inputs
+    from raisimcli.physics.step.actuators import Transmission, actuator_torques
+    rng = np.random.default_rng(12)
+    for trial in range(300):
+        n_act, nv = (0, 5) if trial == 0 else (int(rng.integers(1, 5)), int(rng.integers(3, 9)))
+        T = np.zeros((n_act, nv))
+        for a in range(n_act):
+            T[a, rng.integers(0, nv)] = rng.uniform(1, 50)
+            if rng.random() < 0.5:
+                T[a, rng.integers(0, nv)] += rng.uniform(-2, 2)  # a coupled joint
+        tr = Transmission(names=tuple(f"m{a}" for a in range(n_act)), T=T,
+                          gear=rng.uniform(1, 50, n_act),
+                          torque_constant=rng.uniform(0.01, 0.2, n_act),
+                          resistance=rng.uniform(0.1, 2, n_act),
+                          velocity_constant=rng.uniform(0.5, 20, n_act),
+                          bus_voltage=rng.uniform(10, 48, n_act),
+                          peak=rng.uniform(0.05, 5, n_act),
+                          output_damping=np.zeros(nv), output_friction=np.zeros(nv))
+        tau_a, u = rng.standard_normal(n_act) * 40, rng.standard_normal(nv) * 20
+        if trial % 7 == 3 and n_act:
+            tau_a[0] = np.nan
+        if trial % 11 == 5:
+            u[0] = np.nan
+        for enforce in (True, False):
+            # the products summed in index order, as linalg.matmul sums them (T @ u is BLAS's)
+            w_m = np.array([sum(float(T[a, k]) * float(u[k]) for k in range(nv))
+                            for a in range(n_act)])
+            emf = tr.back_emf * w_m
+            lo = np.minimum(np.maximum(-tr.stall - emf, -tr.peak), tr.peak)
+            hi = np.minimum(np.maximum(tr.stall - emf, -tr.peak), tr.peak)
+            commanded = tau_a / tr.gear
+            applied = np.minimum(np.maximum(commanded, lo), hi) if enforce else commanded
+            tau_act, st = actuator_torques(tr, tau_a, u, enforce)
+            expected = (np.array([sum(float(T[a, j]) * float(applied[a]) for a in range(n_act))
+                                  for j in range(nv)]), w_m, lo, hi, commanded, applied)
+            got = (tau_act, st.motor_speed, st.tau_min, st.tau_max, st.commanded, st.applied)
+            for e, g in zip(expected, got):
+                np.testing.assert_array_equal(g, e)
+
+
 def test_fused_explicit_pass_is_the_spec_functions_composed():
     # steps 1, 3 and u* fused into one compiled pass: the same bits as the functions that state
     # the spec's equations one by one, with limits that clamp, infinite limits and a NaN command

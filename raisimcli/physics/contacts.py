@@ -155,6 +155,7 @@ class ContactWorld:
         self._request = coal.CollisionRequest()
         self._request.num_max_contacts = 8
         self._patch_request = coal.ContactPatchRequest()
+        self._result = coal.CollisionResult()  # one result, cleared before each query
 
     # --- set-up ---------------------------------------------------------------------------------
     def set_ground(self, height: float = 0.0, material: str = "default") -> None:
@@ -207,6 +208,7 @@ class ContactWorld:
         for _, shape in self.static:
             entries.append((None, shape, shape.placement))
         contacts: list[Contact] = []
+        self._request.security_margin = self.margin
         if self.ground_height is not None:
             reach = self.ground_height + self.margin
             for rs in self.robots:
@@ -237,15 +239,15 @@ class ContactWorld:
         return contacts
 
     def _collide(self, ga, Ta, gb, Tb, patches: bool):
-        res = coal.CollisionResult()
-        self._request.security_margin = self.margin
+        res = self._result
+        res.clear()
         if not coal.collide(ga, Ta, gb, Tb, self._request, res):
             return []
-        # (res.getContact(i), not iteration over res.getContacts(): that costs 5 us a contact)
+        # (res.getContact(i), not iteration over res.getContacts(): that costs 5 us a contact;
+        # pos and normal are copies, they outlive the next query)
         contacts = [res.getContact(i) for i in range(res.numContacts())]
         if not patches:  # a sphere or a capsule touches in one point
-            return [(np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth))
-                    for c in contacts]
+            return [(c.pos, -c.normal, c.penetration_depth) for c in contacts]
         pres = coal.ContactPatchResult(self._patch_request)
         coal.computeContactPatch(ga, Ta, gb, Tb, res, self._patch_request, pres)
         out = []

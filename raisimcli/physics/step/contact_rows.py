@@ -80,12 +80,18 @@ def _normal_velocities(J, u, out):
         out[c] = s
 
 
-def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now) -> Rows:
+def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
+                 before: Rows | None = None) -> Rows:
     """The rows of `contacts` over the columns of `systems` (system k's at offsets[k]; `index`:
-    id(system) -> k), with the normal targets at the velocity u_now."""
+    id(system) -> k), with the normal targets at the velocity u_now, after the rows `before`
+    (over the same N columns; the joint rows), as Rows.stack([before, contact rows]) would give
+    them without stacking copies."""
     nc = len(contacts)
-    m = 3 * nc
+    m0 = before.m if before is not None else 0
+    m = m0 + 3 * nc
     J = np.zeros((m, N))
+    if m0:
+        J[:m0] = before.J
     frames = np.array([c.frame for c in contacts], dtype=np.float64).reshape(nc, 3, 3)
     points = np.array([c.position for c in contacts], dtype=np.float64).reshape(nc, 3)
     sides: dict[int, list] = {}  # system index -> [(contact index, body, sign)]
@@ -99,18 +105,32 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now) ->
         ci = np.array([s[0] for s in sides[k]], dtype=np.int64)
         _add_rows(views.J_world, views.origins, views.supports,
                   np.array([s[1] for s in sides[k]], dtype=np.int64), points[ci], frames[ci],
-                  np.array([s[2] for s in sides[k]], dtype=np.float64), 3 * ci, int(offsets[k]),
-                  views.block_u, views.R, np.empty((12, system.nv)), J)
+                  np.array([s[2] for s in sides[k]], dtype=np.float64), m0 + 3 * ci,
+                  int(offsets[k]), views.block_u, views.R, np.empty((12, system.nv)), J)
     vn = np.empty(nc)
-    _normal_velocities(J, np.ascontiguousarray(u_now, dtype=np.float64), vn)
+    _normal_velocities(J[m0:], np.ascontiguousarray(u_now, dtype=np.float64), vn)
     target = np.zeros(m)
     keys, vn_list = [], vn.tolist()
     for c_i, c in enumerate(contacts):
-        target[3 * c_i + 2] = c.target_normal_velocity(dt, vn_list[c_i])
+        target[m0 + 3 * c_i + 2] = c.target_normal_velocity(dt, vn_list[c_i])
         keys += [(c.key, 0), (c.key, 1), (c.key, 2)]
-    return Rows(J, target, np.zeros(m), np.zeros(m), ["contacts"] * m, keys,
-                3 * np.arange(nc, dtype=np.int64), np.full(nc, CONTACT, dtype=np.int64),
-                np.array([c.mu for c in contacts], dtype=np.float64))
+    lo, hi = np.zeros(m), np.zeros(m)
+    if m0:
+        target[:m0], lo[:m0], hi[:m0] = before.target, before.lo, before.hi
+        bs, bk, bm = before.blocks()
+    else:
+        bs, bk, bm = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    nb = bs.shape[0]
+    start, kind, mu = np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc, dtype=np.int64), \
+        np.empty(nb + nc)
+    start[:nb], kind[:nb], mu[:nb] = bs, bk, bm
+    start[nb:] = m0 + 3 * np.arange(nc, dtype=np.int64)
+    kind[nb:] = CONTACT
+    mu[nb:] = [c.mu for c in contacts]
+    source = ["contacts"] * (3 * nc)
+    if m0:
+        source, keys = before.source + source, before.key + keys
+    return Rows(J, target, lo, hi, source, keys, start, kind, mu)
 
 
 @njit(cache=True)

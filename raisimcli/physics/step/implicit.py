@@ -31,6 +31,10 @@ class Factorized:
         """M~^-1 rhs, for a (nv,) vector or an (nv, k) matrix."""
         return self._c.solve(rhs)
 
+    def solve_rows_into(self, J: np.ndarray, col0: int, out: np.ndarray, row0: int) -> None:
+        """out[row0 : row0 + nv] = M~^-1 J[:, col0 : col0 + nv]^T (J and out C-contiguous)."""
+        self._c.solve_rows_into(J, col0, out, row0)
+
 
 def free_velocity(factor: Factorized, u: np.ndarray, dt: float, tau_exp: np.ndarray,
                   h: np.ndarray) -> np.ndarray:

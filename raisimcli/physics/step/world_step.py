@@ -87,17 +87,23 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
             parts.append(Rows(J, r.target, r.lo, r.hi, r.source,
                               [(s.name,) + tuple(key) for key in r.key], r.block_start,
                               r.block_kind, r.block_mu))
-    if contacts:
+    joint = Rows.stack(parts) if parts else None
+    if contacts:  # after the joint rows
         u_now = np.concatenate([s.u for s in systems])
-        parts.append(contact_rows(contacts, systems, index, offsets, N, dt, u_now))
-    rows = Rows.stack(parts) if parts else Rows.empty(N)
+        rows = contact_rows(contacts, systems, index, offsets, N, dt, u_now, before=joint)
+    else:
+        rows = joint if joint is not None else Rows.empty(N)
     u_star = np.concatenate([st.u_free for st in stages]) if systems else np.zeros(0)
     response = np.zeros((N, rows.m))
+    J_rows = np.ascontiguousarray(rows.J)
     for k, st in enumerate(stages):
+        if st.elimination is None:  # M~^-1 J^T, from J's rows
+            st.factor.solve_rows_into(J_rows, offsets[k], response, offsets[k])
+            continue
         cols = slice(offsets[k], offsets[k + 1])
         Y = st.factor.solve(rows.J[:, cols].T) if rows.m else np.zeros((systems[k].nv, 0))
-        if st.elimination is not None:  # the constrained mechanism's response, M_c^-1 J_c^T
-            Y, st.constraint_recover = st.elimination.response(Y)
+        # the constrained mechanism's response, M_c^-1 J_c^T
+        Y, st.constraint_recover = st.elimination.response(Y)
         response[cols] = Y
     impulse0 = None
     if warm_start and rows.m:
@@ -112,12 +118,12 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
     if contacts:
         report_contact_impulses(contacts, rows, lam, result.u_next)
     sources, order, starts = rows.source_groups()  # the rows of each source, in row order
-    J = np.ascontiguousarray(rows.J)
     for k, (s, st) in enumerate(zip(systems, stages)):
         cols = slice(offsets[k], offsets[k + 1])
         g = np.empty((len(sources), s.nv))
-        _impulses_by_source(J, lam, order, starts, int(offsets[k]), g)
-        by_source = {source: g[n] for n, source in enumerate(sources) if g[n].any()}
+        _impulses_by_source(J_rows, lam, order, starts, int(offsets[k]), g)
+        nonzero = g.any(axis=1).tolist()
+        by_source = {source: g[n] for n, source in enumerate(sources) if nonzero[n]}
         # the contact forces as point loads: only inverse dynamics reads them
         point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)] \
             if s.compute_inverse_dynamics else []
