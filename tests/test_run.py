@@ -106,6 +106,37 @@ def test_same_scenario_gives_bit_identical_logs(tmp_path):
                 assert np.array_equal(a.attrs[k], b.attrs[k]), k
 
 
+def test_rows_flushed_chunk_by_chunk_are_the_rows_of_one_chunk(tmp_path, monkeypatch):
+    """Each full chunk is written and flushed during the run, the last one at close. With 16-row
+    chunks (25 flushes, contacts included) the log must hold exactly what one chunk written at
+    close holds."""
+    import functools
+    from raisimcli.log.writer import LogWriter
+    from raisimcli.scenario import load_scenario, run as run_scenario
+    from raisimcli.scenario import runner
+    logs = {}
+    for chunk in (16, 100_000):
+        monkeypatch.setattr(runner, "LogWriter", functools.partial(LogWriter, chunk_rows=chunk))
+        out = tmp_path / f"chunk{chunk}.h5"
+        res = run_scenario(load_scenario(os.path.join(SCENARIOS, "quadruped_drop.toml"), duration=0.4,
+                                         log_path=str(out)))
+        assert res.steps == 400
+        logs[chunk] = out
+    with h5py.File(logs[16]) as a, h5py.File(logs[100_000]) as b:
+        assert a["robots/quadruped/q"].chunks[0] == 16
+        assert a["contacts/count"][()].sum() > 0
+        paths = []
+        a.visititems(lambda n, o: paths.append(n) if isinstance(o, h5py.Dataset) else None)
+        assert len(paths) > 20
+        for n in paths:
+            assert a[n].shape == b[n].shape, n
+            if a[n].dtype.kind == "O":
+                assert np.array_equal(a[n][()], b[n][()]), n
+            else:
+                assert a[n][()].tobytes() == b[n][()].tobytes(), n
+        assert a.attrs["rows"] == 400 and a.attrs["status"] == "complete"
+
+
 def _spawn(args, cwd):
     env = dict(os.environ)
     return subprocess.Popen([sys.executable, "-m", "raisimcli", *map(str, args)], cwd=cwd,

@@ -149,7 +149,11 @@ def _units_of_dofs(model, linear: str, angular: str) -> list[str]:
 class LogWriter:
     def __init__(self, path: str, *, scenario_text: str, scenario_sha256: str, config_json: str,
                  dt: float, decimation: int, compression: str, chunk_rows: int = 1024,
-                 scenario_name: str = "", resolved_sha256: str = ""):
+                 scenario_name: str = "", resolved_sha256: str = "", gzip_level: int = 4,
+                 shuffle: bool = True):
+        """`compression`: "gzip" (at `gzip_level`), "lzf" or "none", after HDF5's byte
+        `shuffle`; the defaults (gzip 4, shuffle, 1024-row chunks) are chosen from the table of
+        docs/log.md."""
         self.path = os.path.abspath(path)
         folder = os.path.dirname(self.path)
         try:
@@ -172,6 +176,9 @@ class LogWriter:
         self.decimation = decimation
         self.chunk_rows = chunk_rows
         self.compression = None if compression == "none" else compression
+        self._filters = {} if self.compression is None else \
+            {"compression": self.compression, "shuffle": shuffle,
+             **({"compression_opts": gzip_level} if self.compression == "gzip" else {})}
         f = self.f
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
@@ -344,7 +351,7 @@ class LogWriter:
 
     def _create_contact_datasets(self) -> None:
         g = self.f.create_group("contacts")
-        kw = {"compression": self.compression, "shuffle": True} if self.compression else {}
+        kw = self._filters
         # one entry per contact along the axis `contact`; `start` and `count` index it per row
         self._contact_index = g.create_dataset("contact", shape=(0,), maxshape=(None,),
                                                dtype=np.int64, chunks=(self.chunk_rows,),
@@ -380,7 +387,7 @@ class LogWriter:
 
     def start(self) -> None:
         """Create the datasets declared so far; no more channels after this."""
-        kw = {"compression": self.compression, "shuffle": True} if self.compression else {}
+        kw = self._filters
         self._datasets: list[h5py.Dataset] = []
         for c in self.channels:
             shape = (0,) + c.shape
