@@ -116,5 +116,8 @@ def test_the_block_transforms_give_the_bits_of_the_dense_products_with_T(rng, ro
         u_pin = matmul(T.T, u)
         expected_h = matmul(T, h_pin + matmul(M_pin, conv.bias_correction(u_pin)))
         assert np.array_equal(conv.nonlinearities(R, h_pin, M_pin, u_pin), expected_h)
+        a = rng.standard_normal(model.nv)  # Pinocchio's acceleration d/dt (T^T u)
+        assert np.array_equal(conv.pin_acceleration(R, a, u_pin),
+                              matmul(T.T, a) + conv.bias_correction(u_pin))
         if conv.identity:
             assert R.shape == (0, 3, 3) and np.array_equal(got, M_pin)

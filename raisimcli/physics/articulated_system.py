@@ -679,6 +679,9 @@ class ArticulatedSystem:
         and the generalized impulses by source; `point_loads`: the contact forces on this system
         (for inverse dynamics)."""
         q, u = self.q, self.u
+        # Pinocchio's inputs at the step's start, for inverse dynamics (before RK4's stages
+        # move the kinematics)
+        start_pin = self._pin_state() if self.compute_inverse_dynamics else None
         scheme = self.effective_scheme()
         self.solver_iterations = iterations
         if s.elimination is not None:
@@ -697,7 +700,7 @@ class ArticulatedSystem:
                                  impulse_by_source)
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt,
-                                                     self._loads + point_loads)
+                                                     self._loads + point_loads, start_pin)
         self.torque = table
         self.actuator_state = act_state
         self._pd_error = s.q_err

@@ -124,6 +124,23 @@ def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, out):
 
 
 @njit(cache=True)
+def _pin_acceleration(a, bu, R, u_pin, floating_u, rotated, out):
+    """out = T^T a + c(u_pin), c the bias correction (see bias_correction), each entry with the
+    operations of to_pin_velocity(R, a) + bias_correction(u_pin); `rotated` (nv, 1): scratch."""
+    _rotate_rows(a, bu, R, True, rotated)
+    n = out.shape[0]
+    for i in range(n):
+        out[i] = 0.0
+    for k in range(floating_u.shape[0]):  # linalg.cross(v, omega) of Pinocchio's velocity
+        us = floating_u[k]
+        a0, a1, a2 = u_pin[us], u_pin[us + 1], u_pin[us + 2]
+        b0, b1, b2 = u_pin[us + 3], u_pin[us + 4], u_pin[us + 5]
+        out[us], out[us + 1], out[us + 2] = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+    for i in range(n):
+        out[i] = rotated[i, 0] + out[i]
+
+
+@njit(cache=True)
 def _turn(q, qs, x, y, z, out):
     """out[qs:qs + 4] = quat_exp((x, y, z)) * q[qs:qs + 4], normalised: the operations of
     quat_exp, quat_multiply and linalg.norm in their order."""
@@ -297,6 +314,14 @@ class Conventions:
         for us, _ in self.floating:
             c[us:us + 3] = cross(u_pin[us:us + 3], u_pin[us + 3:us + 6])  # -omega x v
         return c
+
+    def pin_acceleration(self, R: np.ndarray, a: np.ndarray, u_pin: np.ndarray) -> np.ndarray:
+        """d/dt (T^T u) = T^T a + c(u_pin): Pinocchio's acceleration of our acceleration a at
+        Pinocchio's velocity u_pin, in one compiled loop."""
+        out = np.empty(self.nv)
+        _pin_acceleration(np.ascontiguousarray(a, dtype=np.float64).reshape(-1, 1), self.block_u,
+                          R, u_pin, self._floating_u, np.empty((self.nv, 1)), out)
+        return out
 
     # --- positions -------------------------------------------------------------------------------
     def integrate(self, q: np.ndarray, u_bar: np.ndarray, dt: float) -> np.ndarray:

@@ -223,21 +223,32 @@ class InverseDynamics:
         for _ in range(system._pm.njoints):
             self._fext.append(pin.Force.Zero())
         self._loaded: list[int] = []  # bodies whose entry of _fext is not zero
+        # scratch of the compiled passes, made once: the moments about the world origin and the
+        # joints' points (every row the passes write is written at every call, the others stay
+        # 0), the fixed pass's 11 vectors, its inputs when the step has no point loads, and the
+        # actuation's NaN row that each call copies
+        self._moment, self._point = np.zeros((self.n, 3)), np.zeros((self.n, 3))
+        self._fixed_scratch = np.empty((11, 3))
+        self._no_loads = (np.zeros((0, 3)), np.zeros((0, 3)),
+                          np.zeros((len(self.fixed), 0), dtype=np.bool_))
+        self._nan = np.full(self.n, np.nan)
 
-    def compute(self, q, u, a, loads) -> JointWrenches:
+    def compute(self, q, u, a, loads, pin_state=None) -> JointWrenches:
         """Wrenches of a step that started at (q, u) (ours) with acceleration a (nv,); `loads`:
-        the step's point loads (see ArticulatedSystem)."""
+        the step's point loads (see ArticulatedSystem); `pin_state`: (q_pin, u_pin, R) at (q, u)
+        when the caller has them (the step's start), else they are computed here."""
         s = self.system
         pm, data = s._pm, s._idyn_data
         s._sync_gravity(s._gravity)
         conv = s.conv
-        q_pin = q[s.pinocchio.q_to_pin]
         if conv.identity:
+            q_pin = q[s.pinocchio.q_to_pin]
             u_pin, a_pin = u, a
         else:
-            R = conv.rotations(q)
-            u_pin = conv.to_pin_velocity(R, u)
-            a_pin = conv.to_pin_velocity(R, a) + conv.bias_correction(u_pin)  # d/dt (T^T u)
+            if pin_state is None:
+                pin_state = conv.pin_inputs(q, u, s.pinocchio.q_to_pin)
+            q_pin, u_pin, R = pin_state
+            a_pin = conv.pin_acceleration(R, a, u_pin)  # d/dt (T^T u)
         # external loads as spatial forces in each body's local frame (the step's kinematics)
         fext = self._fext
         for body in self._loaded:
@@ -256,9 +267,11 @@ class InverseDynamics:
 
         # every wrench about the world origin first, then moved to its joint's position at once
         force = np.zeros((self.n, 3))
-        moment = np.zeros((self.n, 3))
-        point = np.zeros((self.n, 3))
-        actuation = np.full(self.n, np.nan)
+        actuation = self._nan.copy()
+        if self._views is not None:
+            moment, point = self._moment, self._point
+        else:
+            moment, point = np.zeros((self.n, 3)), np.zeros((self.n, 3))
         if self._views is not None:
             R, T, L, A = self._views
             _moving_wrenches(R, T, L, A, self._moving_bodies, self._moving_rows, force, moment,
@@ -271,16 +284,19 @@ class InverseDynamics:
         if self._views is not None and self.fixed:
             (lR, lT), (vL, vA), (aL, aA) = self._extra
             nl = len(per_link)
-            load_lin, load_ang = np.zeros((nl, 3)), np.zeros((nl, 3))
-            for i, (_, _, f_local) in enumerate(per_link):
-                load_lin[i], load_ang[i] = f_local.linear, f_local.angular
-            mask = np.array([[link in x[4] for link, _, _ in per_link] for x in self.fixed],
-                            dtype=np.bool_).reshape(len(self.fixed), nl)
+            if nl:
+                load_lin, load_ang = np.zeros((nl, 3)), np.zeros((nl, 3))
+                for i, (_, _, f_local) in enumerate(per_link):
+                    load_lin[i], load_ang[i] = f_local.linear, f_local.angular
+                mask = np.array([[link in x[4] for link, _, _ in per_link]
+                                 for x in self.fixed], dtype=np.bool_).reshape(len(self.fixed), nl)
+            else:
+                load_lin, load_ang, mask = self._no_loads
             R, T, L, A = self._views
             _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, self._fixed_rows,
                             self._fixed_bodies, self._fixed_frames, self._in_off, self._in_mass,
                             self._in_lever, self._in_S, self._hang_off, self._hang_bodies,
-                            load_lin, load_ang, mask, np.empty((11, 3)), force, moment, point)
+                            load_lin, load_ang, mask, self._fixed_scratch, force, moment, point)
         for k, j, body, frame, welded, inertias, hanging in \
                 (self.fixed if self._views is None else ()):
             v, acc = data.v[body], data.a_gf[body]  # a_gf[0] = -gravity: the world's own
