@@ -102,17 +102,24 @@ def _pin_inputs(q, u, q_to_pin, bq, bu, q_pin, R, u_pin):
 
 
 @njit(cache=True)
-def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, out):
-    """out = T (h_pin + M_pin c), c the bias correction of u_pin (see bias_correction);
-    `c` (nv,), `v`, `o` (nv, 1): scratch."""
-    n = h_pin.shape[0]
-    for i in range(n):
+def _bias(u_pin, floating_u, c):
+    """c = bias_correction(u_pin): linalg.cross(v, omega) of Pinocchio's velocity on each floating
+    joint, 0 elsewhere."""
+    for i in range(c.shape[0]):
         c[i] = 0.0
-    for k in range(floating_u.shape[0]):  # linalg.cross(omega, v) of Pinocchio's velocity
+    for k in range(floating_u.shape[0]):
         us = floating_u[k]
         a0, a1, a2 = u_pin[us], u_pin[us + 1], u_pin[us + 2]
         b0, b1, b2 = u_pin[us + 3], u_pin[us + 4], u_pin[us + 5]
         c[us], c[us + 1], c[us + 2] = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True)
+def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, out):
+    """out = T (h_pin + M_pin c), c the bias correction of u_pin (see bias_correction);
+    `c` (nv,), `v`, `o` (nv, 1): scratch."""
+    n = h_pin.shape[0]
+    _bias(u_pin, floating_u, c)
     for i in range(n):
         s = 0.0
         for p in range(n):
@@ -128,15 +135,8 @@ def _pin_acceleration(a, bu, R, u_pin, floating_u, rotated, out):
     """out = T^T a + c(u_pin), c the bias correction (see bias_correction), each entry with the
     operations of to_pin_velocity(R, a) + bias_correction(u_pin); `rotated` (nv, 1): scratch."""
     _rotate_rows(a, bu, R, True, rotated)
-    n = out.shape[0]
-    for i in range(n):
-        out[i] = 0.0
-    for k in range(floating_u.shape[0]):  # linalg.cross(v, omega) of Pinocchio's velocity
-        us = floating_u[k]
-        a0, a1, a2 = u_pin[us], u_pin[us + 1], u_pin[us + 2]
-        b0, b1, b2 = u_pin[us + 3], u_pin[us + 4], u_pin[us + 5]
-        out[us], out[us + 1], out[us + 2] = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-    for i in range(n):
+    _bias(u_pin, floating_u, out)
+    for i in range(out.shape[0]):
         out[i] = rotated[i, 0] + out[i]
 
 
