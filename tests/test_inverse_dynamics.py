@@ -212,7 +212,9 @@ def test_logged_with_the_scenario_switch(tmp_path):
 def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, urdf):
     """The world-frame wrenches from strided views of Pinocchio's buffers in a compiled loop
     (raisimcli.physics.pinocchio_views) against the element-by-element path through Pinocchio's
-    own SE3.act: the same bits, on random states, accelerations and loads."""
+    own SE3.act: the same bits, on random states, accelerations and loads (a force at a link
+    point, a torque, and two contact forces at world points, all in one compiled pass)."""
+    from raisimcli.physics.articulated_system import _PointLoad
     w = World(0.001)
     s = w.add_articulated_system(load_urdf(robot(urdf)))
     s.set_compute_inverse_dynamics(True)
@@ -225,7 +227,10 @@ def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, ur
         a = rng.standard_normal(s.nv)
         s.set_external_force(links[-1], rng.standard_normal(3), rng.standard_normal(3) * 0.1)
         s.set_external_torque(links[0], rng.standard_normal(3))
-        loads = list(s._loads)
+        loads = list(s._loads) + [  # contact forces: world points near the links
+            _PointLoad(link, rng.standard_normal(3) * 20, None, False,
+                       world_point=s.get_frame_position(link) + rng.standard_normal(3) * 0.05)
+            for link in (links[-1], links[len(links) // 2])]
         fast = idyn.compute(s.q, s.u, a, loads)
         idyn._views, views = None, idyn._views
         slow = idyn.compute(s.q, s.u, a, loads)

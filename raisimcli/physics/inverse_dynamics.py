@@ -35,6 +35,46 @@ def _rotate(R, b, v, b_v, i):
 
 
 @njit(cache=True)
+def _local_loads(R, T, bodies, points, vectors, torques, cleared, f_lin, f_ang, lin, ang):
+    """Load n (world vector vectors[n] at the world point points[n], or a pure torque where
+    torques[n]) as a spatial force in its body's frame about the body's origin, into lin[n],
+    ang[n], with the operations of ArticulatedSystem._load_as_local_force: F = R^T v and
+    r = R^T (p - t) summed in index order, the moment r x F as linalg.cross. Then the external
+    forces fext (views f_lin, f_ang): the bodies of the last call (`cleared`) set to zero, and
+    each load added to its body's entry in load order, as pin.Force's sum does."""
+    for k in range(cleared.shape[0]):
+        b = cleared[k]
+        for i in range(3):
+            f_lin[b, i] = 0.0
+            f_ang[b, i] = 0.0
+    for n in range(bodies.shape[0]):
+        b = bodies[n]
+        if torques[n]:
+            for i in range(3):
+                acc = 0.0
+                for p in range(3):
+                    acc += R[b, p, i] * vectors[n, p]
+                lin[n, i] = 0.0
+                ang[n, i] = acc
+        else:
+            d0, d1, d2 = points[n, 0] - T[b, 0], points[n, 1] - T[b, 1], points[n, 2] - T[b, 2]
+            r0 = 0.0 + R[b, 0, 0] * d0 + R[b, 1, 0] * d1 + R[b, 2, 0] * d2
+            r1 = 0.0 + R[b, 0, 1] * d0 + R[b, 1, 1] * d1 + R[b, 2, 1] * d2
+            r2 = 0.0 + R[b, 0, 2] * d0 + R[b, 1, 2] * d1 + R[b, 2, 2] * d2
+            v0, v1, v2 = vectors[n, 0], vectors[n, 1], vectors[n, 2]
+            F0 = 0.0 + R[b, 0, 0] * v0 + R[b, 1, 0] * v1 + R[b, 2, 0] * v2
+            F1 = 0.0 + R[b, 0, 1] * v0 + R[b, 1, 1] * v1 + R[b, 2, 1] * v2
+            F2 = 0.0 + R[b, 0, 2] * v0 + R[b, 1, 2] * v1 + R[b, 2, 2] * v2
+            lin[n, 0], lin[n, 1], lin[n, 2] = F0, F1, F2
+            ang[n, 0] = r1 * F2 - r2 * F1
+            ang[n, 1] = r2 * F0 - r0 * F2
+            ang[n, 2] = r0 * F1 - r1 * F0
+        for i in range(3):
+            f_lin[b, i] = f_lin[b, i] + lin[n, i]
+            f_ang[b, i] = f_ang[b, i] + ang[n, i]
+
+
+@njit(cache=True)
 def _moving_wrenches(R, T, L, A, bodies, rows, force, moment, point):
     """For each moving joint (row rows[n], child body bodies[n]): its wrench f in the world
     frame about the world origin, oMi.act(f) = (R f_lin, R f_ang + p x R f_lin), with the
@@ -223,6 +263,13 @@ class InverseDynamics:
         for _ in range(system._pm.njoints):
             self._fext.append(pin.Force.Zero())
         self._loaded: list[int] = []  # bodies whose entry of _fext is not zero
+        # the compiled loads: views of _fext and of the step's placements, the body of each
+        # link, the fixed joints' masks of welded links per tuple of loaded links
+        from raisimcli.physics.pinocchio_views import checked_force_vector
+        self._fext_views = checked_force_vector(self._fext) \
+            if self._views is not None and system._placements is not None else None
+        self._link_body: dict[str, int] = {}
+        self._masks: dict[tuple, np.ndarray] = {}
         # scratch of the compiled passes, made once: the moments about the world origin and the
         # joints' points (every row the passes write is written at every call, the others stay
         # 0), the fixed pass's 11 vectors, its inputs when the step has no point loads, and the
@@ -232,6 +279,42 @@ class InverseDynamics:
         self._no_loads = (np.zeros((0, 3)), np.zeros((0, 3)),
                           np.zeros((len(self.fixed), 0), dtype=np.bool_))
         self._nan = np.full(self.n, np.nan)
+
+    def _mask(self, links: tuple) -> np.ndarray:
+        """(n_fixed, n_loads): whether load k's link is welded beyond fixed joint i."""
+        mask = self._masks.get(links)
+        if mask is None:
+            mask = np.array([[link in x[4] for link in links] for x in self.fixed],
+                            dtype=np.bool_).reshape(len(self.fixed), len(links))
+            self._masks[links] = mask
+        return mask
+
+    def _local_loads(self, loads) -> tuple:
+        """The step's loads as local spatial forces in one compiled pass (_local_loads), written
+        into fext; returns (links, linear (n, 3), angular (n, 3))."""
+        s = self.system
+        n = len(loads)
+        links = tuple(ld.link for ld in loads)
+        bodies, points = np.empty(n, dtype=np.int64), np.zeros((n, 3))
+        vectors = np.empty((n, 3))
+        torques = np.empty(n, dtype=np.bool_)
+        if loads:
+            s._kinematics()
+        for k, ld in enumerate(loads):
+            body = self._link_body.get(ld.link)
+            if body is None:
+                body = self._link_body[ld.link] = s._body_of(ld.link)
+            bodies[k], vectors[k], torques[k] = body, ld.vector, ld.is_torque
+            if not ld.is_torque:
+                points[k] = ld.world_point if ld.world_point is not None else \
+                    s._load_point_world(ld, s._data)[1]
+        lin, ang = np.empty((n, 3)), np.empty((n, 3))
+        R, T = s._placements
+        f_lin, f_ang = self._fext_views
+        _local_loads(R, T, bodies, points, vectors, torques,
+                     np.array(self._loaded, dtype=np.int64), f_lin, f_ang, lin, ang)
+        self._loaded = bodies.tolist()
+        return links, lin, ang
 
     def compute(self, q, u, a, loads, pin_state=None) -> JointWrenches:
         """Wrenches of a step that started at (q, u) (ours) with acceleration a (nv,); `loads`:
@@ -251,17 +334,22 @@ class InverseDynamics:
             a_pin = conv.pin_acceleration(R, a, u_pin)  # d/dt (T^T u)
         # external loads as spatial forces in each body's local frame (the step's kinematics)
         fext = self._fext
-        for body in self._loaded:
-            fext[body] = pin.Force.Zero()
-        self._loaded = []
         per_link = []
-        if loads:
-            s._kinematics()
-            for ld in loads:
-                body, f_local = s._load_as_local_force(ld, s._data)
-                fext[body] = fext[body] + f_local
-                per_link.append((ld.link, body, f_local))
-                self._loaded.append(body)
+        load_arrays = None  # (links, local linear, local angular) of the compiled path
+        if self._views is not None and self._fext_views is not None and \
+                (loads or self._loaded):
+            load_arrays = self._local_loads(loads)
+        else:
+            for body in self._loaded:
+                fext[body] = pin.Force.Zero()
+            self._loaded = []
+            if loads:
+                s._kinematics()
+                for ld in loads:
+                    body, f_local = s._load_as_local_force(ld, s._data)
+                    fext[body] = fext[body] + f_local
+                    per_link.append((ld.link, body, f_local))
+                    self._loaded.append(body)
         pin.forwardKinematics(pm, data, q_pin)  # data.oMi: rnea works in local frames
         pin.rnea(pm, data, q_pin, u_pin, a_pin, fext)
 
@@ -284,12 +372,14 @@ class InverseDynamics:
         if self._views is not None and self.fixed:
             (lR, lT), (vL, vA), (aL, aA) = self._extra
             nl = len(per_link)
-            if nl:
+            if load_arrays is not None and load_arrays[0]:
+                links, load_lin, load_ang = load_arrays
+                mask = self._mask(links)
+            elif nl:
                 load_lin, load_ang = np.zeros((nl, 3)), np.zeros((nl, 3))
                 for i, (_, _, f_local) in enumerate(per_link):
                     load_lin[i], load_ang[i] = f_local.linear, f_local.angular
-                mask = np.array([[link in x[4] for link, _, _ in per_link]
-                                 for x in self.fixed], dtype=np.bool_).reshape(len(self.fixed), nl)
+                mask = self._mask(tuple(link for link, _, _ in per_link))
             else:
                 load_lin, load_ang, mask = self._no_loads
             R, T, L, A = self._views

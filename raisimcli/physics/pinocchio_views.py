@@ -17,6 +17,7 @@ The views stay valid as long as the data object lives (the vectors are never res
 from __future__ import annotations
 
 import ctypes
+import types
 
 import numpy as np
 import pinocchio as pin
@@ -61,6 +62,31 @@ def force_views(data, n: int, name: str = "f"):
     stride = _address(l1) - _address(l0)
     return (_view(_address(l0), n, stride, (3,), (8,), 24),
             _view(_address(a0), n, stride, (3,), (8,), 24))
+
+
+def checked_force_vector(forces) -> tuple[np.ndarray, np.ndarray] | None:
+    """(linear (n, 3), angular (n, 3)) views of a pin.StdVec_Force (the external forces given
+    to rnea), checked both ways: values written through the accessors are read in the views,
+    and values written in the views are read by the accessors; the vector is zero afterwards.
+    None if anything differs."""
+    n = len(forces)
+    views = force_views(types.SimpleNamespace(f=forces), n)
+    if views is None:
+        return None
+    L, A = views
+    rng = np.random.default_rng(11)
+    ok = True
+    for k in range(n):
+        lin, ang = rng.standard_normal(3), rng.standard_normal(3)
+        forces[k] = pin.Force(lin, ang)
+        ok = ok and np.array_equal(L[k], lin) and np.array_equal(A[k], ang)
+    L[:] = rng.standard_normal((n, 3))
+    A[:] = rng.standard_normal((n, 3))
+    for k in range(n):
+        ok = ok and np.array_equal(forces[k].linear, L[k]) and \
+            np.array_equal(forces[k].angular, A[k])
+        forces[k] = pin.Force.Zero()
+    return views if ok and not L.any() and not A.any() else None
 
 
 def checked_views(model, data):
