@@ -5,7 +5,8 @@ the command's start-up.
   floating in zero gravity with no contact, PD on every joint: time per step, next to the
   Pinocchio floor (forwardKinematics + crba + nonLinearEffects) timed in the same run.
 - Contacts: the standing quadruped (4 sphere feet), the quadruped dropped on its back (capsule
-  legs and feet on the ground), a box resting on the ground (4 patch points).
+  legs and feet on the ground), a box resting on the ground (4 patch points), and Solo12 of
+  example-robot-data standing on its mesh feet (about 40 contacts).
 - Robots: 1, 2, 4, 8 standing quadrupeds in one world, 2 m apart (no contact between them).
 - `raisimcli --help` in a fresh process (best of 5).
 
@@ -90,10 +91,27 @@ def contacts_table() -> None:
     q[2] = 0.1
     box.set_state(q, np.zeros(box.nv))
     cases.append(("box resting on the ground", w))
+    solo = os.path.join(ERD, "solo_description", "robots", "solo12.urdf")
+    if os.path.isfile(solo):  # mesh collisions (convex hulls), about 40 contacts
+        w = World()
+        w.add_ground()
+        s = w.add_articulated_system(solo)
+        q = s.get_generalized_coordinate()
+        for k, name in enumerate(s.coordinate_names):
+            front = name.startswith("F")
+            if name.endswith("HFE"):
+                q[k] = 0.8 if front else -0.8
+            elif name.endswith("KFE"):
+                q[k] = -1.6 if front else 1.6
+        q[2] = 0.24
+        s.set_state(q, np.zeros(s.nv))
+        s.set_pd_gains(np.r_[np.zeros(6), np.full(12, 5.0)], np.r_[np.zeros(6), np.full(12, 0.2)])
+        s.set_pd_target(q, np.zeros(s.nv))
+        cases.append(("Solo12 standing (meshes)", w))
     for label, w in cases:
-        for _ in range(300):  # settle
+        for _ in range(500):  # settle
             w.integrate()
-        t = step_us(w)
+        t = step_us(w, number=300 if len(w.contacts) < 10 else 30)
         print(f"{label:<34} {len(w.contacts):>4} {t:9.1f}")
 
 
