@@ -149,3 +149,32 @@ def test_fixed_base_double_pendulum_stays_fourth_order():
 
     errors = [energy_error(dt) for dt in DTS]
     assert min(errors[0] / errors[1], errors[1] / errors[2]) >= 11, errors
+
+
+def test_inverse_dynamics_of_a_runge_kutta_step_is_at_the_steps_start():
+    """RK4 evaluates M, h and the loads at four stages; inverse dynamics must still see the
+    step's start: a load at a link point acts where that point is at the start. Against a second
+    system left at the start state, whose inverse dynamics takes the same acceleration and load."""
+    from raisimcli.physics.articulated_system import _PointLoad
+    rng = np.random.default_rng(3)
+    systems = []
+    for _ in range(2):
+        w = World(0.01)
+        s = w.add_articulated_system(load_urdf(robot("arm7.urdf")))
+        s.set_integration_scheme("RUNGE_KUTTA_4")
+        s.set_compute_inverse_dynamics(True)
+        systems.append((w, s))
+    (w, s), (_, ref) = systems
+    q0 = s.conv.normalize(s.q + 0.4 * rng.standard_normal(s.nq))
+    u0 = 2.0 * rng.standard_normal(s.nv)
+    link = s.model.links[-1].name
+    force, point = np.array([3.0, -2.0, 5.0]), np.array([0.05, 0.02, -0.03])
+    for system in (s, ref):
+        system.set_state(q0, u0)
+    s.set_external_force(link, force, point)
+    w.integrate()
+    assert s.effective_scheme() == "RUNGE_KUTTA_4"
+    expected = ref._idyn.compute(q0, u0, (s.u - u0) / w.dt, [_PointLoad(link, force, point)])
+    for name in ("force", "torque", "actuation"):
+        assert np.array_equal(getattr(s.joint_wrenches, name), getattr(expected, name),
+                              equal_nan=True), name

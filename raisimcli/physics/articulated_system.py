@@ -726,7 +726,7 @@ class ArticulatedSystem:
         body's gyroscopic motion into Euler's equations, whose velocity varies slowly, which
         makes the error constant smaller than with the world-frame angular velocity."""
         conv = self.conv
-        q0 = self.q
+        q0, u0 = self.q, self.u
         weights = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
         stage_h = (0.0, 0.5 * dt, 0.5 * dt, dt)  # the tableau's c_i dt
         ks_u, ks_a, ks_k, rows = [], [], [], []
@@ -751,7 +751,9 @@ class ArticulatedSystem:
                 y_stage = y0 + h * a
         q_next = conv.integrate_local(q0, sum(wt * v for wt, v in zip(weights, ks_k)), dt)
         u_next = conv.world_velocity(q_next, y0 + dt * sum(wt * a for wt, a in zip(weights, ks_a)))
-        self.q = q0
+        # back to the step's start, kinematics included (inverse dynamics reads them next)
+        self.q, self.u = q0, u0
+        self._touched()
         avg = lambda key: sum(wt * getattr(r, key) for wt, r in zip(weights, rows))  # noqa: E731
         zero = np.zeros(self.nv)
         table = torque_table(dt, zero, zero, zero, avg("tau_cmd"), zero, zero, zero,
