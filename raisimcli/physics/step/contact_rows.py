@@ -102,11 +102,16 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
     for k in sorted(sides):  # a system's sides in contact order, A before B (self-contact)
         system = systems[k]
         views = system.point_jacobian_views()
-        ci = np.array([s[0] for s in sides[k]], dtype=np.int64)
+        ci, bodies, signs = zip(*sides[k])
+        if ci == tuple(range(nc)):  # one side of every contact, in order (a robot alone)
+            at_points, in_frames = points, frames
+        else:
+            at_points, in_frames = points[list(ci)], frames[list(ci)]
         _add_rows(views.J_world, views.origins, views.supports,
-                  np.array([s[1] for s in sides[k]], dtype=np.int64), points[ci], frames[ci],
-                  np.array([s[2] for s in sides[k]], dtype=np.float64), m0 + 3 * ci,
-                  int(offsets[k]), views.block_u, views.R, np.empty((12, system.nv)), J)
+                  np.array(bodies, dtype=np.int64), at_points, in_frames,
+                  np.array(signs, dtype=np.float64),
+                  m0 + 3 * np.array(ci, dtype=np.int64), int(offsets[k]), views.block_u,
+                  views.R, np.empty((12, system.nv)), J)
     vn = np.empty(nc)
     _normal_velocities(J[m0:], np.ascontiguousarray(u_now, dtype=np.float64), vn)
     target = np.zeros(m)
