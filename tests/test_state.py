@@ -85,3 +85,31 @@ def test_a_state_of_another_world_is_refused(tmp_path):
     other, _ = _world("arm7_pd", tmp_path)
     with pytest.raises(StateError, match="systems"):
         other.set_state(w.get_state())
+
+
+def test_the_warm_start_by_row_order_is_the_warm_start_by_key(tmp_path):
+    """A step whose rows have the last step's keys in the same order takes its impulses as they
+    are (WarmStart.start); one whose rows differ looks each key up. Both must give what the
+    lookup by key gives: the drop (contacts appearing and vanishing) stepped with the warm start
+    turned into a plain dict after every step (the lookup each time) is bit-identical."""
+    from raisimcli.physics.step.world_step import WarmStart
+    runs = []
+    for by_key in (False, True):
+        w, drivers = _world("quadruped_drop", tmp_path)
+        out = []
+        for k in range(530):
+            out += _steps(w, drivers, k, 1)
+            if by_key:
+                assert isinstance(w._warm_start, WarmStart)
+                w._warm_start = dict(w._warm_start)
+        runs.append(out)
+    assert _identical(runs[0], runs[1])
+    keys = [(("dog", 3, "ground", 0), 0), (("dog", 3, "ground", 0), 1), (("dog", "LF_KFE"), 0)]
+    ws = WarmStart(keys, np.array([0.5, -0.25, 2.0]))
+    assert dict(ws) == dict(zip(keys, [0.5, -0.25, 2.0])) and bool(ws)
+    assert not WarmStart([], ws.impulses[:0])
+    same = [(tuple(list(a)), j) for a, j in keys]  # equal keys, new tuples
+    start = ws.start(same)
+    assert np.array_equal(start, ws.impulses) and start is not ws.impulses
+    other = [keys[2], (("dog", 9, "ground", 0), 2), keys[0]]  # reordered, one key new
+    assert np.array_equal(ws.start(other), [2.0, 0.0, 0.5])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from raisimcli.errors import StateError
@@ -22,7 +24,7 @@ class World:
         self.step_count = 0
         self.contact_world = ContactWorld()
         self.contacts: list = []        # detected by integrate1, solved by integrate2
-        self._warm_start: dict = {}     # the last step's impulses by row key
+        self._warm_start: Mapping = {}  # the last step's impulses by row key (WarmStart)
 
     @property
     def time(self) -> float:

@@ -10,11 +10,48 @@ response to the impulses is block diagonal, blockdiag(M~_s^-1) J^T (one Cholesky
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from numba import njit
 
 from raisimcli.physics.step.contact_rows import contact_rows, report_contact_impulses
 from raisimcli.physics.step.solver import Rows, solve_impulses
+
+
+class WarmStart(Mapping):
+    """The impulses of a step by row key, for the next step's warm start: the rows' keys in row
+    order and their impulses, read as a dict (made on the first read by key: World.get_state, or
+    a step whose rows differ). A step whose rows have the same keys in the same order takes the
+    impulses as they are, without a lookup per key."""
+
+    def __init__(self, keys: list, impulses: np.ndarray):
+        self.keys_list, self.impulses = keys, impulses
+        self._dict: dict | None = None
+
+    def _by_key(self) -> dict:
+        if self._dict is None:
+            self._dict = dict(zip(self.keys_list, self.impulses.tolist()))
+        return self._dict
+
+    def __getitem__(self, key):
+        return self._by_key()[key]
+
+    def __iter__(self):
+        return iter(self._by_key())
+
+    def __len__(self) -> int:
+        return len(self._by_key())
+
+    def __bool__(self) -> bool:
+        return bool(self.keys_list)
+
+    def start(self, keys: list) -> np.ndarray:
+        """The warm start of rows with these keys (0 for a key not in the last step)."""
+        if keys == self.keys_list:
+            return self.impulses.copy()
+        get = self._by_key().get
+        return np.array([get(key, 0.0) for key in keys], dtype=np.float64)
 
 
 def islands(systems, contacts) -> list[tuple[list, list]]:
@@ -58,16 +95,22 @@ def _impulses_by_source(J, lam, order, starts, col0, out):
             out[src, c] = acc
 
 
-def integrate2_world(systems, dt: float, contacts=(), warm_start: dict | None = None) -> dict:
+def integrate2_world(systems, dt: float, contacts=(), warm_start: Mapping | None = None) \
+        -> Mapping:
     """Steps 7-12 for a world: every island solved on its own (see islands). Returns the impulses
     by row key of all of them, for the next step's warm start."""
+    results = [integrate2_systems(group, dt, group_contacts, warm_start)
+               for group, group_contacts in islands(systems, contacts)]
+    if len(results) == 1:
+        return results[0]
     out: dict = {}
-    for group, group_contacts in islands(systems, contacts):
-        out.update(integrate2_systems(group, dt, group_contacts, warm_start))
+    for r in results:
+        out.update(r)
     return out
 
 
-def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None = None) -> dict:
+def integrate2_systems(systems, dt: float, contacts=(), warm_start: Mapping | None = None) \
+        -> WarmStart:
     """Steps 7-12 for `systems` with `contacts` (see raisimcli.physics.contacts). Returns the
     impulses by row key, for the next step's warm start."""
     stages = [s.prepare_step(dt) for s in systems]
@@ -107,8 +150,11 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         response[cols] = Y
     impulse0 = None
     if warm_start and rows.m:
-        get = warm_start.get
-        impulse0 = np.array([get(key, 0.0) for key in rows.key])
+        if isinstance(warm_start, WarmStart):
+            impulse0 = warm_start.start(rows.key)
+        else:
+            get = warm_start.get
+            impulse0 = np.array([get(key, 0.0) for key in rows.key])
     limits = [s.solver_max_iterations for s in systems]
     tolerances = [s.solver_tolerance for s in systems]
     result = solve_impulses(rows, u_star, response, impulse0=impulse0,
@@ -130,4 +176,4 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: dict | None 
         st.solver_impulses = lam
         s.finish_step(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
                   any(c.touches(s) for c in contacts))
-    return dict(zip(rows.key, lam.tolist()))
+    return WarmStart(rows.key, lam)
