@@ -118,8 +118,8 @@ def test_rows_flushed_chunk_by_chunk_are_the_rows_of_one_chunk(tmp_path, monkeyp
     for chunk in (16, 100_000):
         monkeypatch.setattr(runner, "LogWriter", functools.partial(LogWriter, chunk_rows=chunk))
         out = tmp_path / f"chunk{chunk}.h5"
-        res = run_scenario(load_scenario(os.path.join(SCENARIOS, "quadruped_drop.toml"), duration=0.4,
-                                         log_path=str(out)))
+        res = run_scenario(load_scenario(os.path.join(SCENARIOS, "quadruped_drop.toml"),
+                                         duration=0.4, log_path=str(out)))
         assert res.steps == 400
         logs[chunk] = out
     with h5py.File(logs[16]) as a, h5py.File(logs[100_000]) as b:
