@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from raisimcli.linalg import _mv
 from raisimcli.model.types import RobotModel
 
 
@@ -91,24 +92,16 @@ def _clamp(x, lo, hi):
 @njit(cache=True)
 def _actuators(T, u, stall, back_emf, peak, tau_a, gear, enforce, w_m, lo, hi, commanded,
                applied, tau_act):
-    """The loop form of actuator_torques' equations, each product summed in index order (the
-    bits of linalg.matmul)."""
-    n_act, nv = T.shape
-    for a in range(n_act):
-        s = 0.0
-        for k in range(nv):
-            s += T[a, k] * u[k]
-        w_m[a] = s
-        emf = back_emf[a] * s
+    """The loop form of actuator_torques' equations, the products T u and T^T tau_m with
+    linalg's own loop (summed in index order: the bits of linalg.matmul)."""
+    _mv(T, u, w_m)
+    for a in range(T.shape[0]):
+        emf = back_emf[a] * w_m[a]
         lo[a] = _clamp(-stall[a] - emf, -peak[a], peak[a])
         hi[a] = _clamp(stall[a] - emf, -peak[a], peak[a])
         commanded[a] = tau_a[a] / gear[a]
         applied[a] = _clamp(commanded[a], lo[a], hi[a]) if enforce else commanded[a]
-    for j in range(nv):
-        s = 0.0
-        for a in range(n_act):
-            s += T[a, j] * applied[a]
-        tau_act[j] = s
+    _mv(T.T, applied, tau_act)
 
 
 def actuator_torques(tr: Transmission, tau_a: np.ndarray, u: np.ndarray,
