@@ -1,7 +1,9 @@
 """The quadruped standing on the ground under PD, four foot contacts, dt = 1 ms: raisimcli's
 World.integrate() against MuJoCo's mj_step on an equivalent model (benchmarks/quadruped_mujoco.xml:
 the same bodies, masses and inertias, four sphere feet, PD servos), timed in the same run.
-Prints the ratio and where raisimcli's time goes.
+Prints the ratio and where raisimcli's time goes; then the drop of scenarios/quadruped_drop.toml
+(feet 0.5 m above the ground, legs held by the same PD): the first second, fall, impacts and
+settling, from the same start in both, best of three.
 
     python benchmarks/contacts_vs_mujoco.py
 """
@@ -47,7 +49,43 @@ def theirs():
     return m, d
 
 
+def drop_seconds(steps: int = 1000) -> tuple[float, float]:
+    """(raisimcli, MuJoCo) seconds for the first `steps` steps of the drop, best of three."""
+    def ours_drop():
+        w = World(0.001)
+        w.add_ground(0.0)
+        r = w.add_articulated_system(f"{ROBOTS}/quadruped.urdf")
+        q = r.get_generalized_coordinate()
+        q[2], q[7:] = 0.9485, LEGS
+        r.set_state(q, np.zeros(18))
+        r.set_pd_gains(np.full(18, 300.0), np.full(18, 10.0))
+        r.set_pd_target(q, np.zeros(18))
+        return w.integrate
+
+    def theirs_drop():
+        m = mujoco.MjModel.from_xml_path(os.path.join(HERE, "quadruped_mujoco.xml"))
+        d = mujoco.MjData(m)
+        d.qpos[:] = 0
+        d.qpos[2], d.qpos[3] = 0.9485, 1.0
+        d.qpos[7:] = LEGS
+        d.ctrl[:] = LEGS
+        return lambda: mujoco.mj_step(m, d)
+
+    best = [float("inf"), float("inf")]
+    for _ in range(3):
+        for k, make in enumerate((ours_drop, theirs_drop)):
+            step = make()
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best[0], best[1]
+
+
 def main():
+    t_drop, t_drop_mj = drop_seconds()
+    print(f"drop from 0.5 m (feet), the first 1000 steps: raisimcli {t_drop * 1e3:.0f} us/step   "
+          f"MuJoCo {t_drop_mj * 1e3:.1f} us/step   ratio {t_drop / t_drop_mj:.0f}x")
     w, r = ours()
     m, d = theirs()
     n_contacts = len(w.contacts)
