@@ -23,28 +23,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LEGS = [0.0, 0.6, -1.2, 0.0, 0.6, -1.2, 0.0, -0.6, 1.2, 0.0, -0.6, 1.2]
 
 
-def ours():
+STAND, DROP = 0.4485, 0.9485  # base heights: feet on the ground; feet 0.5 m above it
+
+
+def ours(height: float = STAND, settle: int = 500):
     w = World(0.001)
     w.add_ground(0.0)
     r = w.add_articulated_system(f"{ROBOTS}/quadruped.urdf")
     q = r.get_generalized_coordinate()
-    q[2], q[7:] = 0.4485, LEGS
+    q[2], q[7:] = height, LEGS
     r.set_state(q, np.zeros(18))
     r.set_pd_gains(np.full(18, 300.0), np.full(18, 10.0))
     r.set_pd_target(q, np.zeros(18))
-    for _ in range(500):  # settle into steady contact
+    for _ in range(settle):  # settle into steady contact
         w.integrate()
     return w, r
 
 
-def theirs():
+def theirs(height: float = STAND, settle: int = 500):
     m = mujoco.MjModel.from_xml_path(os.path.join(HERE, "quadruped_mujoco.xml"))
     d = mujoco.MjData(m)
     d.qpos[:] = 0
-    d.qpos[2], d.qpos[3] = 0.4485, 1.0
+    d.qpos[2], d.qpos[3] = height, 1.0
     d.qpos[7:] = LEGS
     d.ctrl[:] = LEGS
-    for _ in range(500):
+    for _ in range(settle):
         mujoco.mj_step(m, d)
     return m, d
 
@@ -52,23 +55,10 @@ def theirs():
 def drop_seconds(steps: int = 1000) -> tuple[float, float]:
     """(raisimcli, MuJoCo) seconds for the first `steps` steps of the drop, best of three."""
     def ours_drop():
-        w = World(0.001)
-        w.add_ground(0.0)
-        r = w.add_articulated_system(f"{ROBOTS}/quadruped.urdf")
-        q = r.get_generalized_coordinate()
-        q[2], q[7:] = 0.9485, LEGS
-        r.set_state(q, np.zeros(18))
-        r.set_pd_gains(np.full(18, 300.0), np.full(18, 10.0))
-        r.set_pd_target(q, np.zeros(18))
-        return w.integrate
+        return ours(DROP, settle=0)[0].integrate
 
     def theirs_drop():
-        m = mujoco.MjModel.from_xml_path(os.path.join(HERE, "quadruped_mujoco.xml"))
-        d = mujoco.MjData(m)
-        d.qpos[:] = 0
-        d.qpos[2], d.qpos[3] = 0.9485, 1.0
-        d.qpos[7:] = LEGS
-        d.ctrl[:] = LEGS
+        m, d = theirs(DROP, settle=0)
         return lambda: mujoco.mj_step(m, d)
 
     best = [float("inf"), float("inf")]

@@ -35,7 +35,8 @@ def _rotate(R, b, v, b_v, i):
 
 
 @njit(cache=True)
-def _local_loads(R, T, bodies, points, vectors, torques, cleared, f_lin, f_ang, lin, ang):
+def _loads_in_body_frames(R, T, bodies, points, vectors, torques, cleared, f_lin, f_ang, lin,
+                          ang):
     """Load n (world vector vectors[n] at the world point points[n], or a pure torque where
     torques[n]) as a spatial force in its body's frame about the body's origin, into lin[n],
     ang[n], with the operations of ArticulatedSystem._load_as_local_force: F = R^T v and
@@ -290,8 +291,9 @@ class InverseDynamics:
         return mask
 
     def _local_loads(self, loads) -> tuple:
-        """The step's loads as local spatial forces in one compiled pass (_local_loads), written
-        into fext; returns (links, linear (n, 3), angular (n, 3))."""
+        """The step's loads as local spatial forces in one compiled pass
+        (_loads_in_body_frames), written into fext; returns (links, linear (n, 3), angular
+        (n, 3))."""
         s = self.system
         n = len(loads)
         links = tuple(ld.link for ld in loads)
@@ -311,8 +313,8 @@ class InverseDynamics:
         lin, ang = np.empty((n, 3)), np.empty((n, 3))
         R, T = s._placements
         f_lin, f_ang = self._fext_views
-        _local_loads(R, T, bodies, points, vectors, torques,
-                     np.array(self._loaded, dtype=np.int64), f_lin, f_ang, lin, ang)
+        _loads_in_body_frames(R, T, bodies, points, vectors, torques,
+                              np.array(self._loaded, dtype=np.int64), f_lin, f_ang, lin, ang)
         self._loaded = bodies.tolist()
         return links, lin, ang
 
@@ -358,13 +360,11 @@ class InverseDynamics:
         actuation = self._nan.copy()
         if self._views is not None:
             moment, point = self._moment, self._point
-        else:
-            moment, point = np.zeros((self.n, 3)), np.zeros((self.n, 3))
-        if self._views is not None:
             R, T, L, A = self._views
             _moving_wrenches(R, T, L, A, self._moving_bodies, self._moving_rows, force, moment,
                              point)
         else:
+            moment, point = np.zeros((self.n, 3)), np.zeros((self.n, 3))
             for k, body, j in self.moving:
                 oMb = data.oMi[body]
                 f_world = oMb.act(data.f[body])
