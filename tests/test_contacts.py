@@ -469,6 +469,47 @@ def test_the_lowest_point_filter_keeps_every_ground_contact_coal_reports(kind, s
     assert skipped > 40 and touching > 40  # both sides of the decision were seen
 
 
+def test_sphere_on_the_ground_is_coal_s_contact():
+    # a sphere against the ground is answered without coal (the distance of its centre): the
+    # same contacts as coal.collide at 2000 random poses, grounds and radii around the margin,
+    # to within coal's rounding of the sphere's rotation (a few ulp)
+    import coal
+    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry, transform
+    from raisimcli.physics.contacts import DEFAULT_MARGIN, ContactWorld
+
+    class Still:  # a system whose only body is at the world origin
+        name = "ball"
+
+        def body_placements(self):
+            return np.eye(3)[None].repeat(2, 0), np.zeros((2, 3))
+
+    rng = np.random.default_rng(3)
+    request = coal.CollisionRequest()
+    request.security_margin, request.num_max_contacts = DEFAULT_MARGIN, 8
+    seen = 0
+    for _ in range(2000):
+        h, r = rng.choice([0.0, 0.1, -0.37]), rng.uniform(0.005, 0.2)
+        geom, radius = make_geometry("sphere", (r,))
+        P = np.eye(4)
+        P[:3, :3] = _random_rotation(rng)
+        P[:3, 3] = [*rng.standard_normal(2), h + r + rng.uniform(-0.02, 2 * DEFAULT_MARGIN)]
+        cw = ContactWorld()
+        cw.set_ground(h)
+        cw.robots.append(RobotShapes(Still(), [Shape(geom, "sphere", "ball", 1, P, radius)]))
+        ours = cw.detect()
+        result = coal.CollisionResult()
+        coal.collide(geom, transform(P), coal.Halfspace(np.array([0.0, 0.0, 1.0]), h),
+                     coal.Transform3s(), request, result)
+        assert len(ours) == result.numContacts() <= 1
+        if ours:
+            seen += 1
+            theirs = result.getContact(0)
+            assert_close(ours[0].position, np.array(theirs.pos), rtol=0, atol=1e-15)
+            assert ours[0].distance == pytest.approx(theirs.penetration_depth, rel=0, abs=1e-15)
+            assert np.array_equal(ours[0].normal, -np.array(theirs.normal))
+    assert 800 < seen < 1900  # both sides of the margin were seen
+
+
 def test_contact_frame_is_right_handed_around_the_normal():
     from raisimcli.physics.contacts import contact_frame
     rng = np.random.default_rng(5)

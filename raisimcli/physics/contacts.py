@@ -47,6 +47,10 @@ class MaterialPair:
     restitution_threshold: float = DEFAULT_RESTITUTION_THRESHOLD
 
 
+_ZERO3 = np.zeros(3)
+_ZERO3.flags.writeable = False  # a contact's results before its step: the step sets new arrays
+
+
 @dataclass
 class Contact:
     """One contact point. `system_a`/`body_a`/`link_a`: the robot body; `system_b` (None for the
@@ -71,9 +75,9 @@ class Contact:
     erp: float
     slop: float
     key: tuple
-    impulse: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    impulse_contact: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    velocity_contact: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    impulse: np.ndarray = field(default_factory=lambda: _ZERO3)
+    impulse_contact: np.ndarray = field(default_factory=lambda: _ZERO3)
+    velocity_contact: np.ndarray = field(default_factory=lambda: _ZERO3)
     target: float = 0.0  # the normal velocity target of the step
 
     @property
@@ -163,6 +167,8 @@ class ContactWorld:
         self.ground_material = material
         self._ground = coal.Halfspace(np.array([0.0, 0.0, 1.0]), self.ground_height)
         self._identity = coal.Transform3s()
+        self._ground_frame = contact_frame(np.array([0.0, 0.0, 1.0]))  # shared by its contacts
+        self._ground_frame.flags.writeable = False
 
     def add_box(self, name: str, size, pose: np.ndarray, material: str = "default") -> None:
         geom, radius = make_geometry("box", size)
@@ -200,13 +206,8 @@ class ContactWorld:
     # --- detection ------------------------------------------------------------------------------
     def detect(self) -> list[Contact]:
         """Contacts of the current state (within the margin)."""
-        entries = []  # (system or None, shape, world pose)
         for rs in self.robots:
             rs.update()
-            for shape, pose in zip(rs.shapes, rs.poses):
-                entries.append((rs.system, shape, pose))
-        for _, shape in self.static:
-            entries.append((None, shape, shape.placement))
         contacts: list[Contact] = []
         self._request.security_margin = self.margin
         if self.ground_height is not None:
@@ -214,13 +215,26 @@ class ContactWorld:
             for rs in self.robots:
                 for k, lowest in enumerate(rs.lowest.tolist()):
                     shape, pose = rs.shapes[k], rs.poses[k]
-                    if pose[2, 3] - shape.radius <= reach and lowest <= reach + _GROUND_SLACK:
+                    if pose[2, 3] - shape.radius > reach or lowest > reach + _GROUND_SLACK:
+                        continue
+                    if shape.kind == "sphere":
+                        self._sphere_on_ground(rs.system, shape, float(pose[0, 3]),
+                                               float(pose[1, 3]), float(pose[2, 3]), contacts)
+                    else:
                         self._ground_contacts(rs.system, shape, rs.transform(k), contacts)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
         # with self-collision); one robot alone on the ground has none to test
         pairs_possible = len(self.robots) > 1 or bool(self.static) or \
             any(r.self_collision for r in self.robots)
-        if len(entries) > 1 and pairs_possible:
+        if not pairs_possible:
+            return contacts
+        entries = []  # (system or None, shape, world pose)
+        for rs in self.robots:
+            for shape, pose in zip(rs.shapes, rs.poses):
+                entries.append((rs.system, shape, pose))
+        for _, shape in self.static:
+            entries.append((None, shape, shape.placement))
+        if len(entries) > 1:
             centers = np.array([e[2][:3, 3] for e in entries])
             radii = np.array([e[1].radius for e in entries])
             for i, j in sweep_and_prune(centers, radii, self.margin):
@@ -268,6 +282,21 @@ class ContactWorld:
                                                     self._identity, shape.kind in _PATCH_KINDS)):
             contacts.append(self._contact(system, shape, None, -1, "ground", p, n, d, pair,
                                           (system.name, shape.index, "ground", k)))
+
+    def _sphere_on_ground(self, system, shape, x: float, y: float, z: float, contacts) -> None:
+        """The contact of a sphere centred at (x, y, z) with the ground, if within the margin:
+        the signed distance d = (z - h) - r, at the midpoint between the sphere's lowest point
+        and the ground below its centre, the normal +z (coal's answer to within its rounding of
+        the sphere's rotation, which cannot matter: a test compares the two)."""
+        r, h = shape.radius, self.ground_height
+        d = (z - h) - r
+        if d <= self.margin:
+            pair = self.material_pair(shape.material, self.ground_material)
+            contacts.append(Contact(system, shape.body, shape.link, None, -1, "ground",
+                                    np.array([x, y, ((z - r) + h) / 2]), self._ground_frame, d,
+                                    pair.friction, pair.restitution,
+                                    pair.restitution_threshold, self.erp, self.slop,
+                                    (system.name, shape.index, "ground", 0)))
 
     def _pair_contacts(self, sa, a, pa, sb, b, pb, contacts) -> None:
         pair = self.material_pair(a.material, b.material)
