@@ -614,3 +614,46 @@ def test_contact_rows_after_joint_rows_are_the_two_stacked():
     assert merged.source == stacked.source and merged.key == stacked.key
     assert merged.source.count("contacts") == 3 * len(w.contacts) and \
         merged.source[:joint.m] == joint.source
+
+
+def test_normal_targets_in_the_compiled_loop_are_the_contact_s_rule():
+    # the rows' normal targets (one compiled loop over the set's arrays) against
+    # Contact.target_normal_velocity, the rule as docs/contacts.md states it, per contact: 2000
+    # random contacts separated, penetrating beyond and within the slop, bouncing or not
+    from raisimcli.physics.contacts import ContactSet
+    from raisimcli.physics.step.contact_rows import _normal_targets
+    rng = np.random.default_rng(8)
+    n, dt = 2000, 0.001
+    distance = rng.choice([-1, 1], n) * 10.0 ** rng.uniform(-8, -2, n)
+    distance[:20] = [0.0, -0.0] * 10
+    params = np.column_stack([rng.uniform(0, 1, n), rng.choice([0.0, 0.5, 1.0], n),
+                              rng.uniform(0, 0.05, n), rng.uniform(0, 1, n),
+                              rng.choice([0.0, 1e-5], n)])
+    vn = rng.choice([-1, 1], n) * 10.0 ** rng.uniform(-4, 1, n)
+    cs = ContactSet([(None, 1, "l", None, -1, "ground")] * n, list(range(n)), np.zeros((n, 3)),
+                    np.zeros((n, 3, 3)), distance, params)
+    target = np.full(3 * n + 5, np.nan)
+    _normal_targets(distance, params, vn, dt, target, 5)
+    expected = [cs[c].target_normal_velocity(dt, float(vn[c])) for c in range(n)]
+    assert np.array_equal(target[5 + 2::3], np.array(expected))
+    bounced = [c for c in range(n) if expected[c] == -params[c, 1] * vn[c] and vn[c] < 0]
+    assert len(bounced) > 50 and np.isnan(target[5::3]).all()  # both rules seen; t1, t2 untouched
+
+
+def test_contact_rows_of_a_robot_alone_are_those_of_the_general_path():
+    # the rows of a robot alone against the static world (no per-contact bookkeeping) against
+    # the path that sorts every contact's two sides (as for two robots), on the settled feet
+    from raisimcli.physics.step.contact_rows import contact_rows
+    w, (r,) = _settled_contact_worlds()[0]
+    for _ in range(5):
+        w.integrate()
+    w.integrate1()
+    cs = w.contacts
+    assert cs.alone is r and len(cs) >= 2
+    args = ([r], {id(r): 0}, [0, r.nv], r.nv, w.dt, r.u)
+    fast = contact_rows(cs, *args)
+    cs.alone = None
+    general = contact_rows(cs, *args)
+    for name in ("J", "target", "lo", "hi", "block_start", "block_kind", "block_mu"):
+        assert np.array_equal(getattr(fast, name), getattr(general, name)), name
+    assert fast.key == general.key and fast.source == general.source

@@ -339,9 +339,22 @@ class LogWriter:
         """Log the world's contacts: per row a count and the offset of its first contact, and flat
         arrays with one entry per contact (docs/log.md)."""
         self._world = world
-        self._contact_rows: list[list] = []
+        self._contact_rows: list[tuple] = []  # per row: _contact_columns
         self._contact_total = 0
         self._body_names: dict[str, int] = {}
+
+    def _contact_columns(self, cs) -> tuple:
+        """The columns of a step's contacts (a ContactSet), as the contact datasets take them:
+        position, normal, the impulses, the force impulse / dt, the penetration max(0, -distance)
+        and the two bodies' name indices. The geometry is kept as it is (detection makes new
+        arrays each step), the results are copied (a second integrate2 without integrate1 would
+        write them again)."""
+        name = self._contact_name
+        bodies = [(name(sa, la), name(sb, nb)) for sa, _, la, sb, _, nb in cs.meta]
+        distance = cs.distance
+        return (cs.points, cs.frames[:, :, 2], cs.impulse.copy(), cs.impulse_contact.copy(),
+                cs.impulse / self.dt, np.where(-distance > 0.0, -distance, 0.0),
+                np.array(bodies, dtype=np.int32).reshape(len(bodies), 2))
 
     def _contact_name(self, system, link: str) -> int:
         name = link if system is None else f"{system.name}/{link}"
@@ -461,11 +474,7 @@ class LogWriter:
         for read, rows in zip(self._reads, self._pending):
             rows.append(read())
         if self._world is not None:
-            dt = self.dt
-            self._contact_rows.append([
-                (c.position, c.normal, c.impulse, c.impulse_contact, c.impulse / dt,
-                 c.penetration, self._contact_name(c.system_a, c.link_a),
-                 self._contact_name(c.system_b, c.name_b)) for c in self._world.contacts])
+            self._contact_rows.append(self._contact_columns(self._world.contacts))
         self._fill += 1
         if self._fill == self.chunk_rows or \
                 time.monotonic() - self._last_flush > FLUSH_SECONDS:
@@ -504,22 +513,24 @@ class LogWriter:
 
     def _flush_contacts(self, r0: int, n: int) -> None:
         ds = self._contact_ds
-        counts = np.array([len(rows) for rows in self._contact_rows], dtype=np.int64)
+        counts = np.array([len(cols[0]) for cols in self._contact_rows], dtype=np.int64)
         starts = self._contact_total + np.concatenate([[0], np.cumsum(counts)[:-1]])
         for name, values in (("count", counts), ("start", starts)):
             ds[name].resize((r0 + n,))
             ds[name][r0:] = values
-        flat = [c for rows in self._contact_rows for c in rows]
-        k0, k = self._contact_total, len(flat)
+        k0, k = self._contact_total, int(counts.sum())
         if k:
             self._contact_index.resize((k0 + k,))
             self._contact_index[k0:] = np.arange(k0, k0 + k)
-            cols = list(zip(*flat))
-            for i, name in enumerate(("position", "normal", "impulse_world", "impulse_contact",
-                                      "force", "penetration", "body_a", "body_b")):
+            steps = [cols for cols in self._contact_rows if len(cols[0])]
+            columns = [np.concatenate([cols[i] for cols in steps]) for i in range(6)]
+            bodies = np.concatenate([cols[6] for cols in steps])
+            columns += [bodies[:, 0], bodies[:, 1]]
+            for name, values in zip(("position", "normal", "impulse_world", "impulse_contact",
+                                     "force", "penetration", "body_a", "body_b"), columns):
                 d = ds[name]
                 d.resize((k0 + k,) + d.shape[1:])
-                d[k0:] = np.asarray(cols[i], dtype=d.dtype)
+                d[k0:] = np.asarray(values, dtype=d.dtype)
         self._contact_total += k
         self._contact_rows.clear()
 

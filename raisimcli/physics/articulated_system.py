@@ -145,7 +145,7 @@ class ArticulatedSystem:
         self.constraint_impulses = None  # per constraint: (3,) world vector, or (1,) for a mimic
         self.constraint_errors = None    # per constraint, at the last step's start
         self.compute_inverse_dynamics = False
-        self.last_contacts: list = []  # set by the World after each step
+        self.last_contacts = ()  # the World's ContactSet of the last step, set after each step
         self.joint_wrenches = None  # JointWrenches of the last step, when computed
         self._idyn = None
 
@@ -659,8 +659,9 @@ class ArticulatedSystem:
         """Integration Steps 7-12: command, actuators, explicit torque, free velocity, impulse
         solver, velocity and position integration, torque decomposition. A system alone solves
         its joint rows; World.integrate2 solves every system's rows and the contacts together."""
+        from raisimcli.physics.contacts import EMPTY_CONTACTS
         from raisimcli.physics.step.world_step import integrate2_systems
-        integrate2_systems([self], dt, contacts)
+        integrate2_systems([self], dt, contacts if len(contacts) else EMPTY_CONTACTS)
 
     def prepare_step(self, dt: float) -> Stage:
         """Steps 7-9 and the free velocity u* of step 4, and the joint rows that act."""

@@ -144,8 +144,10 @@ class RobotShapes:
                 self.extent[k] = g.halfSide
             else:
                 self.extent[k, 0] = s.radius
+        self.radii = np.array([s.radius for s in self.shapes], dtype=np.float64)
         self.poses = np.zeros((n, 4, 4))
         self.lowest = np.zeros(n)
+        self._near = np.zeros(n, dtype=np.int64)
         self._transforms = [coal.Transform3s() for _ in range(n)]
 
     def update(self) -> None:
@@ -156,6 +158,12 @@ class RobotShapes:
         else:
             _world_poses(views[0], views[1], self.bodies, self.placements, self.poses)
         _lowest(self.poses, self.kind, self.extent, self.lowest)
+
+    def near_ground(self, reach: float, slack: float) -> list[int]:
+        """The shapes (indices) whose bounding sphere reaches down to `reach` and whose lowest
+        point (of the last update) is within `reach` + `slack`."""
+        return self._near[:_near_ground(self.poses, self.radii, self.lowest, reach, slack,
+                                        self._near)].tolist()
 
     def transform(self, k: int) -> coal.Transform3s:
         """Shape k's pose of the last update as a coal transform (one object per shape, set
@@ -203,6 +211,18 @@ def _lowest(poses, kind, extent, out):
         else:
             out[s] = z - (abs(poses[s, 2, 0]) * extent[s, 0] + abs(poses[s, 2, 1]) *
                           extent[s, 1] + abs(poses[s, 2, 2]) * extent[s, 2])
+
+
+@njit(cache=True)
+def _near_ground(poses, radii, lowest, reach, slack, out):
+    """out[:count] = the shapes s with poses[s] z - radii[s] <= reach and lowest[s] <= reach +
+    slack, in order; returns count."""
+    count = 0
+    for s in range(radii.shape[0]):
+        if poses[s, 2, 3] - radii[s] <= reach and lowest[s] <= reach + slack:
+            out[count] = s
+            count += 1
+    return count
 
 
 def transform(T: np.ndarray) -> coal.Transform3s:

@@ -15,7 +15,8 @@ the target of :meth:`Contact.target_normal_velocity`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import math
 
@@ -47,42 +48,42 @@ class MaterialPair:
     restitution_threshold: float = DEFAULT_RESTITUTION_THRESHOLD
 
 
-_ZERO3 = np.zeros(3)
-_ZERO3.flags.writeable = False  # a contact's results before its step: the step sets new arrays
-
-
-@dataclass
 class Contact:
-    """One contact point. `system_a`/`body_a`/`link_a`: the robot body; `system_b` (None for the
-    static world), `body_b`, `name_b` (a link, "ground" or a box's name). `position` (3,) world;
-    `frame` (3, 3): columns t1, t2, n (n from B to A); `distance`: signed, negative when
-    penetrating. After the step: `impulse` (3,) on A in the world frame (B receives the opposite),
-    `impulse_contact` (t1, t2, n), and `velocity_contact` (t1, t2, n), A's velocity relative to B
-    at the point at the step's end, with the normal `target` it had to reach."""
+    """One contact point of a step: a view of its row in the step's :class:`ContactSet`.
+    `system_a`/`body_a`/`link_a`: the robot body; `system_b` (None for the static world),
+    `body_b`, `name_b` (a link, "ground" or a box's name). `position` (3,) world; `frame` (3, 3):
+    columns t1, t2, n (n from B to A); `distance`: signed, negative when penetrating; `mu`,
+    `restitution`, `threshold`, `erp`, `slop`: its material pair and error feedback; `key`: its
+    identity across steps (the warm start). After the step: `impulse` (3,) on A in the world
+    frame (B receives the opposite), `impulse_contact` (t1, t2, n), and `velocity_contact`
+    (t1, t2, n), A's velocity relative to B at the point at the step's end, with the normal
+    `target` it had to reach. The arrays are views of the set's: read them, copy to keep."""
 
-    system_a: object
-    body_a: int
-    link_a: str
-    system_b: object | None
-    body_b: int
-    name_b: str
-    position: np.ndarray
-    frame: np.ndarray
-    distance: float
-    mu: float
-    restitution: float
-    threshold: float
-    erp: float
-    slop: float
-    key: tuple
-    impulse: np.ndarray = field(default_factory=lambda: _ZERO3)
-    impulse_contact: np.ndarray = field(default_factory=lambda: _ZERO3)
-    velocity_contact: np.ndarray = field(default_factory=lambda: _ZERO3)
-    target: float = 0.0  # the normal velocity target of the step
+    __slots__ = ("_set", "_i")
 
-    @property
-    def normal(self) -> np.ndarray:
-        return self.frame[:, 2]
+    def __init__(self, contact_set: "ContactSet", i: int):
+        self._set, self._i = contact_set, i
+
+    system_a = property(lambda self: self._set.meta[self._i][0])
+    body_a = property(lambda self: self._set.meta[self._i][1])
+    link_a = property(lambda self: self._set.meta[self._i][2])
+    system_b = property(lambda self: self._set.meta[self._i][3])
+    body_b = property(lambda self: self._set.meta[self._i][4])
+    name_b = property(lambda self: self._set.meta[self._i][5])
+    key = property(lambda self: self._set.keys[self._i])
+    position = property(lambda self: self._set.points[self._i])
+    frame = property(lambda self: self._set.frames[self._i])
+    normal = property(lambda self: self._set.frames[self._i, :, 2])
+    distance = property(lambda self: float(self._set.distance[self._i]))
+    mu = property(lambda self: float(self._set.params[self._i, 0]))
+    restitution = property(lambda self: float(self._set.params[self._i, 1]))
+    threshold = property(lambda self: float(self._set.params[self._i, 2]))
+    erp = property(lambda self: float(self._set.params[self._i, 3]))
+    slop = property(lambda self: float(self._set.params[self._i, 4]))
+    impulse = property(lambda self: self._set.impulse[self._i])
+    impulse_contact = property(lambda self: self._set.impulse_contact[self._i])
+    velocity_contact = property(lambda self: self._set.velocity_contact[self._i])
+    target = property(lambda self: float(self._set.target[self._i]))
 
     @property
     def penetration(self) -> float:
@@ -114,6 +115,70 @@ class Contact:
                                   world_point=self.position))
         return out
 
+    def __repr__(self) -> str:
+        return (f"Contact({self.link_a!r} on {self.name_b!r}, position={self.position}, "
+                f"distance={self.distance:.3g}, impulse={self.impulse})")
+
+
+class ContactSet(Sequence):
+    """The contacts of a step as arrays, one row per contact (what the compiled loops of the
+    impulse problem read and write), read as a sequence of :class:`Contact` views.
+
+    `meta`: (system_a, body_a, link_a, system_b, body_b, name_b) per contact; `keys`; `points`
+    (n, 3); `frames` (n, 3, 3); `distance` (n,); `params` (n, 5): mu, restitution, threshold, erp,
+    slop; the step's results `impulse`, `impulse_contact`, `velocity_contact` (n, 3) and `target`
+    (n,). `alone`: the system when every contact is between one system's body and the static
+    world (the common case: its rows need no per-contact bookkeeping), else None."""
+
+    def __init__(self, meta: list, keys: list, points, frames, distance, params,
+                 alone: object | None = None):
+        self.meta, self.keys = meta, keys
+        self.points, self.frames, self.distance, self.params = points, frames, distance, params
+        n = len(meta)
+        self.impulse, self.impulse_contact = np.zeros((n, 3)), np.zeros((n, 3))
+        self.velocity_contact, self.target = np.zeros((n, 3)), np.zeros(n)
+        if alone is None and n and all(m[0] is meta[0][0] and m[3] is None for m in meta):
+            alone = meta[0][0]
+        self.alone = alone
+        self.bodies_a = np.array([m[1] for m in meta], dtype=np.int64)
+
+    @classmethod
+    def empty(cls) -> "ContactSet":
+        return cls([], [], np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros(0), np.zeros((0, 5)))
+
+    def __len__(self) -> int:
+        return len(self.meta)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [Contact(self, k) for k in range(*i.indices(len(self.meta)))]
+        n = len(self.meta)
+        if not -n <= i < n:
+            raise IndexError(f"contact {i} of {n}")
+        return Contact(self, i % n)
+
+    def touches(self, system) -> bool:
+        """Whether any contact involves `system`."""
+        if self.alone is not None:
+            return self.alone is system
+        return any(m[0] is system or m[3] is system for m in self.meta)
+
+    def take(self, indices) -> "ContactSet":
+        """The contacts `indices` (in that order) as a set of their own (an island's)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        return ContactSet([self.meta[i] for i in indices], [self.keys[i] for i in indices],
+                          self.points[idx], self.frames[idx], self.distance[idx],
+                          self.params[idx])
+
+    def put_results(self, indices, part: "ContactSet") -> None:
+        """The step's results of `part` (made by take(indices)) into this set."""
+        idx = np.asarray(indices, dtype=np.int64)
+        for name in ("impulse", "impulse_contact", "velocity_contact", "target"):
+            getattr(self, name)[idx] = getattr(part, name)
+
+
+EMPTY_CONTACTS = ContactSet.empty()
+
 
 @njit(cache=True)
 def _unit_frame(n_raw, out):
@@ -133,6 +198,13 @@ def _unit_frame(n_raw, out):
     out[1, 1] = n2 * t0 - n0 * t2
     out[2, 1] = n0 * t1 - n1 * t0
     out[0, 2], out[1, 2], out[2, 2] = n0, n1, n2
+
+
+@njit(cache=True)
+def _unit_frames(normals, out):
+    """out[c] = the frame of _unit_frame around normals[c], for each contact."""
+    for c in range(normals.shape[0]):
+        _unit_frame(normals[c], out[c])
 
 
 def contact_frame(n) -> np.ndarray:
@@ -167,8 +239,6 @@ class ContactWorld:
         self.ground_material = material
         self._ground = coal.Halfspace(np.array([0.0, 0.0, 1.0]), self.ground_height)
         self._identity = coal.Transform3s()
-        self._ground_frame = contact_frame(np.array([0.0, 0.0, 1.0]))  # shared by its contacts
-        self._ground_frame.flags.writeable = False
 
     def add_box(self, name: str, size, pose: np.ndarray, material: str = "default") -> None:
         geom, radius = make_geometry("box", size)
@@ -204,22 +274,20 @@ class ContactWorld:
                                       any(r.self_collision for r in self.robots))
 
     # --- detection ------------------------------------------------------------------------------
-    def detect(self) -> list[Contact]:
+    def detect(self) -> ContactSet:
         """Contacts of the current state (within the margin)."""
         for rs in self.robots:
             rs.update()
-        contacts: list[Contact] = []
+        contacts = _Found(self.erp, self.slop)
         self._request.security_margin = self.margin
         if self.ground_height is not None:
             reach = self.ground_height + self.margin
             for rs in self.robots:
-                for k, lowest in enumerate(rs.lowest.tolist()):
-                    shape, pose = rs.shapes[k], rs.poses[k]
-                    if pose[2, 3] - shape.radius > reach or lowest > reach + _GROUND_SLACK:
-                        continue
+                for k in rs.near_ground(reach, _GROUND_SLACK):
+                    shape = rs.shapes[k]
                     if shape.kind == "sphere":
-                        self._sphere_on_ground(rs.system, shape, float(pose[0, 3]),
-                                               float(pose[1, 3]), float(pose[2, 3]), contacts)
+                        self._sphere_on_ground(rs.system, shape, *rs.poses[k, :3, 3].tolist(),
+                                               contacts)
                     else:
                         self._ground_contacts(rs.system, shape, rs.transform(k), contacts)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
@@ -227,7 +295,7 @@ class ContactWorld:
         pairs_possible = len(self.robots) > 1 or bool(self.static) or \
             any(r.self_collision for r in self.robots)
         if not pairs_possible:
-            return contacts
+            return contacts.contact_set()
         entries = []  # (system or None, shape, world pose)
         for rs in self.robots:
             for shape, pose in zip(rs.shapes, rs.poses):
@@ -250,7 +318,7 @@ class ContactWorld:
                             frozenset((a.link, b.link)) in cfg.excluded:
                         continue
                 self._pair_contacts(sa, a, pa, sb, b, pb, contacts)
-        return contacts
+        return contacts.contact_set()
 
     def _collide(self, ga, Ta, gb, Tb, patches: bool):
         res = self._result
@@ -275,15 +343,16 @@ class ContactWorld:
                 out.append((np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth)))
         return out
 
-    def _ground_contacts(self, system, shape, placement, contacts) -> None:
+    def _ground_contacts(self, system, shape, placement, contacts: "_Found") -> None:
         """The contacts of `shape` (at the coal.Transform3s `placement`) with the ground."""
         pair = self.material_pair(shape.material, self.ground_material)
         for k, (p, n, d) in enumerate(self._collide(shape.geometry, placement, self._ground,
                                                     self._identity, shape.kind in _PATCH_KINDS)):
-            contacts.append(self._contact(system, shape, None, -1, "ground", p, n, d, pair,
-                                          (system.name, shape.index, "ground", k)))
+            contacts.add(system, shape, None, -1, "ground", p, n, d, pair,
+                         (system.name, shape.index, "ground", k))
 
-    def _sphere_on_ground(self, system, shape, x: float, y: float, z: float, contacts) -> None:
+    def _sphere_on_ground(self, system, shape, x: float, y: float, z: float,
+                          contacts: "_Found") -> None:
         """The contact of a sphere centred at (x, y, z) with the ground, if within the margin:
         the signed distance d = (z - h) - r, at the midpoint between the sphere's lowest point
         and the ground below its centre, the normal +z (coal's answer to within its rounding of
@@ -291,25 +360,54 @@ class ContactWorld:
         r, h = shape.radius, self.ground_height
         d = (z - h) - r
         if d <= self.margin:
-            pair = self.material_pair(shape.material, self.ground_material)
-            contacts.append(Contact(system, shape.body, shape.link, None, -1, "ground",
-                                    np.array([x, y, ((z - r) + h) / 2]), self._ground_frame, d,
-                                    pair.friction, pair.restitution,
-                                    pair.restitution_threshold, self.erp, self.slop,
-                                    (system.name, shape.index, "ground", 0)))
+            contacts.add(system, shape, None, -1, "ground", (x, y, ((z - r) + h) / 2), _UP, d,
+                         self.material_pair(shape.material, self.ground_material),
+                         (system.name, shape.index, "ground", 0))
 
-    def _pair_contacts(self, sa, a, pa, sb, b, pb, contacts) -> None:
+    def _pair_contacts(self, sa, a, pa, sb, b, pb, contacts: "_Found") -> None:
         pair = self.material_pair(a.material, b.material)
         name_b = b.link
         patches = a.kind in _PATCH_KINDS and b.kind in _PATCH_KINDS
         for k, (p, n, d) in enumerate(self._collide(a.geometry, transform(pa), b.geometry,
                                                     transform(pb), patches)):
-            contacts.append(self._contact(sa, a, sb, b.body, name_b, p, n, d, pair,
-                                          (sa.name, a.index,
-                                           sb.name if sb is not None else None, b.index, k)))
+            contacts.add(sa, a, sb, b.body, name_b, p, n, d, pair,
+                         (sa.name, a.index, sb.name if sb is not None else None, b.index, k))
 
-    def _contact(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> Contact:
-        return Contact(system, shape.body, shape.link, system_b, body_b, name_b, p,
-                       contact_frame(n), d,
-                       pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
-                       self.slop, key)
+
+_UP = (0.0, 0.0, 1.0)  # the ground's normal
+
+
+class _Found:
+    """The contacts found by one detection, gathered as lists and made a ContactSet at its end
+    (the frames of all its normals in one compiled loop)."""
+
+    def __init__(self, erp: float, slop: float):
+        self.erp, self.slop = erp, slop
+        self.meta, self.keys, self.points, self.normals = [], [], [], []
+        self.distance, self.params = [], []
+
+    def add(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> None:
+        self.meta.append((system, shape.body, shape.link, system_b, body_b, name_b))
+        self.keys.append(key)
+        self.points.append(p)
+        self.normals.append(n)
+        self.distance.append(d)
+        self.params.append((pair.friction, pair.restitution, pair.restitution_threshold,
+                            self.erp, self.slop))
+
+    def contact_set(self) -> ContactSet:
+        if not self.meta:
+            return EMPTY_CONTACTS
+        n = len(self.meta)
+        frames = np.empty((n, 3, 3))
+        if all(v is _UP for v in self.normals):  # spheres on the ground: one frame
+            frames[:] = _UP_FRAME
+        else:
+            _unit_frames(np.array(self.normals, dtype=np.float64).reshape(n, 3), frames)
+        return ContactSet(self.meta, self.keys,
+                          np.array(self.points, dtype=np.float64).reshape(n, 3), frames,
+                          np.array(self.distance, dtype=np.float64),
+                          np.array(self.params, dtype=np.float64).reshape(n, 5))
+
+
+_UP_FRAME = contact_frame(np.array(_UP))

@@ -10,7 +10,7 @@ from raisimcli.errors import StateError
 from raisimcli.model import RobotModel, load_urdf
 from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
 from raisimcli.physics.articulated_system import ArticulatedSystem
-from raisimcli.physics.contacts import ContactWorld
+from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactWorld
 from raisimcli.physics.step.world_step import integrate2_world
 
 
@@ -23,7 +23,7 @@ class World:
         self.systems: list[ArticulatedSystem] = []
         self.step_count = 0
         self.contact_world = ContactWorld()
-        self.contacts: list = []        # detected by integrate1, solved by integrate2
+        self.contacts = EMPTY_CONTACTS  # a ContactSet: detected by integrate1, solved by integrate2
         self._warm_start: Mapping = {}  # the last step's impulses by row key (WarmStart)
 
     @property
@@ -115,15 +115,16 @@ class World:
             restore_system(s, st)
         self.step_count = int(state.step_count)
         self._warm_start = dict(state.warm_start)
-        self.contacts = []
+        self.contacts = EMPTY_CONTACTS
         for s in self.systems:
-            s.last_contacts = []
+            s.last_contacts = EMPTY_CONTACTS
 
     def integrate1(self) -> None:
         """Integration Steps 1-6 of every system, then collision detection."""
         for s in self.systems:
             s.integrate1(self.dt)
-        self.contacts = self.contact_world.detect() if self.contact_world.active else []
+        self.contacts = self.contact_world.detect() if self.contact_world.active \
+            else EMPTY_CONTACTS
 
     def integrate2(self) -> None:
         """Integration Steps 7-12: the systems' rows and the contacts, one impulse problem per

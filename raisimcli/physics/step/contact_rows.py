@@ -80,58 +80,79 @@ def _normal_velocities(J, u, out):
         out[c] = s
 
 
+@njit(cache=True)
+def _normal_targets(distance, params, vn, dt, target, first):
+    """target[first + 3c + 2] = the normal velocity target of contact c (Contact.
+    target_normal_velocity, the rules of docs/contacts.md) at its normal velocity vn[c]; params
+    rows: mu, restitution, threshold, erp, slop."""
+    for c in range(distance.shape[0]):
+        d, e, threshold, erp, slop = distance[c], params[c, 1], params[c, 2], params[c, 3], \
+            params[c, 4]
+        if d > 0:
+            t = -d / dt
+        else:
+            t = erp * max(0.0, -d - slop) / dt
+        if e > 0 and vn[c] < -threshold and d <= -vn[c] * dt:
+            t = max(t, -e * vn[c])
+        target[first + 3 * c + 2] = t
+
+
 def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
                  before: Rows | None = None) -> Rows:
-    """The rows of `contacts` over the columns of `systems` (system k's at offsets[k]; `index`:
-    id(system) -> k), with the normal targets at the velocity u_now, after the rows `before`
-    (over the same N columns; the joint rows), as Rows.stack([before, contact rows]) would give
-    them without stacking copies."""
+    """The rows of `contacts` (a ContactSet) over the columns of `systems` (system k's at
+    offsets[k]; `index`: id(system) -> k), with the normal targets at the velocity u_now, after
+    the rows `before` (over the same N columns; the joint rows), as Rows.stack([before, contact
+    rows]) would give them without stacking copies."""
     nc = len(contacts)
     m0 = before.m if before is not None else 0
     m = m0 + 3 * nc
     J = np.zeros((m, N))
     if m0:
         J[:m0] = before.J
-    frames = np.array([c.frame for c in contacts], dtype=np.float64).reshape(nc, 3, 3)
-    points = np.array([c.position for c in contacts], dtype=np.float64).reshape(nc, 3)
-    sides: dict[int, list] = {}  # system index -> [(contact index, body, sign)]
-    for c_i, c in enumerate(contacts):
-        for system, body, sign in ((c.system_a, c.body_a, 1.0), (c.system_b, c.body_b, -1.0)):
-            if system is not None and id(system) in index:
-                sides.setdefault(index[id(system)], []).append((c_i, body, sign))
+    frames, points = contacts.frames, contacts.points
+    first_rows = m0 + 3 * np.arange(nc, dtype=np.int64)
+    if contacts.alone is not None and id(contacts.alone) in index:
+        # one side of every contact, in order: a robot alone against the static world
+        sides = {index[id(contacts.alone)]: (None, contacts.bodies_a, np.ones(nc))}
+    else:
+        found: dict[int, list] = {}  # system index -> [(contact index, body, sign)]
+        for c_i, (sa, ba, _, sb, bb, _) in enumerate(contacts.meta):
+            for system, body, sign in ((sa, ba, 1.0), (sb, bb, -1.0)):
+                if system is not None and id(system) in index:
+                    found.setdefault(index[id(system)], []).append((c_i, body, sign))
+        sides = {}
+        for k, side in found.items():
+            ci, bodies, signs = zip(*side)
+            sides[k] = (list(ci), np.array(bodies, dtype=np.int64),
+                        np.array(signs, dtype=np.float64))
     for k in sorted(sides):  # a system's sides in contact order, A before B (self-contact)
         system = systems[k]
         views = system.point_jacobian_views()
-        ci, bodies, signs = zip(*sides[k])
-        if ci == tuple(range(nc)):  # one side of every contact, in order (a robot alone)
-            at_points, in_frames = points, frames
+        ci, bodies, signs = sides[k]
+        if ci is None:
+            at_points, in_frames, rows_of = points, frames, first_rows
         else:
-            at_points, in_frames = points[list(ci)], frames[list(ci)]
-        _add_rows(views.J_world, views.origins, views.supports,
-                  np.array(bodies, dtype=np.int64), at_points, in_frames,
-                  np.array(signs, dtype=np.float64),
-                  m0 + 3 * np.array(ci, dtype=np.int64), int(offsets[k]), views.block_u,
-                  views.R, np.empty((12, system.nv)), J)
+            at_points, in_frames, rows_of = points[ci], frames[ci], first_rows[ci]
+        _add_rows(views.J_world, views.origins, views.supports, bodies, at_points, in_frames,
+                  signs, rows_of, int(offsets[k]), views.block_u, views.R,
+                  np.empty((12, system.nv)), J)
     vn = np.empty(nc)
     _normal_velocities(J[m0:], np.ascontiguousarray(u_now, dtype=np.float64), vn)
     target = np.zeros(m)
-    keys, vn_list = [], vn.tolist()
-    for c_i, c in enumerate(contacts):
-        target[m0 + 3 * c_i + 2] = c.target_normal_velocity(dt, vn_list[c_i])
-        keys += [(c.key, 0), (c.key, 1), (c.key, 2)]
+    _normal_targets(contacts.distance, contacts.params, vn, dt, target, m0)
+    keys = [(key, i) for key in contacts.keys for i in (0, 1, 2)]
     lo, hi = np.zeros(m), np.zeros(m)
     if m0:
         target[:m0], lo[:m0], hi[:m0] = before.target, before.lo, before.hi
         bs, bk, bm = before.blocks()
+        nb = bs.shape[0]
+        start, kind, mu = np.empty(nb + nc, dtype=np.int64), \
+            np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc)
+        start[:nb], kind[:nb], mu[:nb] = bs, bk, bm
+        start[nb:], kind[nb:], mu[nb:] = first_rows, CONTACT, contacts.params[:, 0]
     else:
-        bs, bk, bm = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    nb = bs.shape[0]
-    start, kind, mu = np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc, dtype=np.int64), \
-        np.empty(nb + nc)
-    start[:nb], kind[:nb], mu[:nb] = bs, bk, bm
-    start[nb:] = m0 + 3 * np.arange(nc, dtype=np.int64)
-    kind[nb:] = CONTACT
-    mu[nb:] = [c.mu for c in contacts]
+        start, kind = first_rows, np.full(nc, CONTACT, dtype=np.int64)
+        mu = np.ascontiguousarray(contacts.params[:, 0])
     source = ["contacts"] * (3 * nc)
     if m0:
         source, keys = before.source + source, before.key + keys
@@ -157,16 +178,10 @@ def _report(frames, J, first, lam, u_next, impulse, velocity):
 
 def report_contact_impulses(contacts, rows: Rows, lam, u_next) -> None:
     """Each contact's impulse (world and contact frame), its velocity at the step's end and its
-    normal target, from the solved rows."""
+    normal target, from the solved rows, into the ContactSet's result arrays."""
     first = rows.source.index("contacts")
     nc = len(contacts)
-    frames = np.array([c.frame for c in contacts], dtype=np.float64).reshape(nc, 3, 3)
-    impulse, velocity = np.empty((nc, 3)), np.empty((nc, 3))
-    _report(frames, np.ascontiguousarray(rows.J), first, lam, np.ascontiguousarray(u_next),
-            impulse, velocity)
-    for c_i, c in enumerate(contacts):
-        r = first + 3 * c_i
-        c.impulse_contact = lam[r:r + 3].copy()
-        c.impulse = impulse[c_i]
-        c.velocity_contact = velocity[c_i]  # A relative to B, (t1, t2, n)
-        c.target = float(rows.target[r + 2])
+    _report(contacts.frames, np.ascontiguousarray(rows.J), first, lam,
+            np.ascontiguousarray(u_next), contacts.impulse, contacts.velocity_contact)
+    contacts.impulse_contact[:] = lam[first:first + 3 * nc].reshape(nc, 3)
+    contacts.target[:] = rows.target[first + 2:first + 3 * nc:3]

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 from numba import njit
 
+from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.step.contact_rows import contact_rows, report_contact_impulses
 from raisimcli.physics.step.solver import Rows, solve_impulses
 
@@ -54,12 +55,12 @@ class WarmStart(Mapping):
         return np.array([get(key, 0.0) for key in keys], dtype=np.float64)
 
 
-def islands(systems, contacts) -> list[tuple[list, list]]:
-    """The systems grouped by the contacts between them: (systems, their contacts) per group, in
-    the order of their first system; a contact with the ground or a static box belongs to its
-    robot's group."""
+def islands(systems, contacts) -> list[tuple[list, list | None]]:
+    """The systems grouped by the contacts between them (a ContactSet): (systems, the indices of
+    their contacts) per group, in the order of their first system; a contact with the ground or
+    a static box belongs to its robot's group. One group: the indices are None (all)."""
     if len(systems) == 1:
-        return [(list(systems), list(contacts))]
+        return [(list(systems), None)]
     parent = list(range(len(systems)))
     index = {id(s): k for k, s in enumerate(systems)}
 
@@ -69,16 +70,19 @@ def islands(systems, contacts) -> list[tuple[list, list]]:
             k = parent[k]
         return k
 
-    for c in contacts:
-        if c.system_b is not None and id(c.system_b) in index:
-            a, b = root(index[id(c.system_a)]), root(index[id(c.system_b)])
+    meta = contacts.meta
+    for system_a, _, _, system_b, _, _ in meta:
+        if system_b is not None and id(system_b) in index:
+            a, b = root(index[id(system_a)]), root(index[id(system_b)])
             if a != b:
                 parent[max(a, b)] = min(a, b)
     groups: dict[int, tuple[list, list]] = {}
     for k, s in enumerate(systems):
         groups.setdefault(root(k), ([], []))[0].append(s)
-    for c in contacts:
-        groups[root(index[id(c.system_a)])][1].append(c)
+    for i, m in enumerate(meta):
+        groups[root(index[id(m[0])])][1].append(i)
+    if len(groups) == 1:
+        return [(next(iter(groups.values()))[0], None)]
     return list(groups.values())
 
 
@@ -95,24 +99,27 @@ def _impulses_by_source(J, lam, order, starts, col0, out):
             out[src, c] = acc
 
 
-def integrate2_world(systems, dt: float, contacts=(), warm_start: Mapping | None = None) \
-        -> Mapping:
-    """Steps 7-12 for a world: every island solved on its own (see islands). Returns the impulses
-    by row key of all of them, for the next step's warm start."""
-    results = [integrate2_systems(group, dt, group_contacts, warm_start)
-               for group, group_contacts in islands(systems, contacts)]
-    if len(results) == 1:
-        return results[0]
+def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
+                     warm_start: Mapping | None = None) -> Mapping:
+    """Steps 7-12 for a world: every island solved on its own (see islands), its contacts'
+    results written into `contacts`. Returns the impulses by row key of all of them, for the
+    next step's warm start."""
+    groups = islands(systems, contacts)
+    if len(groups) == 1:
+        return integrate2_systems(groups[0][0], dt, contacts, warm_start)
     out: dict = {}
-    for r in results:
-        out.update(r)
+    for group, indices in groups:
+        part = contacts.take(indices) if indices else EMPTY_CONTACTS
+        out.update(integrate2_systems(group, dt, part, warm_start))
+        if indices:
+            contacts.put_results(indices, part)
     return out
 
 
-def integrate2_systems(systems, dt: float, contacts=(), warm_start: Mapping | None = None) \
-        -> WarmStart:
-    """Steps 7-12 for `systems` with `contacts` (see raisimcli.physics.contacts). Returns the
-    impulses by row key, for the next step's warm start."""
+def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
+                       warm_start: Mapping | None = None) -> WarmStart:
+    """Steps 7-12 for `systems` with `contacts` (a ContactSet, see raisimcli.physics.contacts),
+    whose results it fills. Returns the impulses by row key, for the next step's warm start."""
     stages = [s.prepare_step(dt) for s in systems]
     offsets = [0]
     for s in systems:
@@ -175,5 +182,5 @@ def integrate2_systems(systems, dt: float, contacts=(), warm_start: Mapping | No
             if s.compute_inverse_dynamics else []
         st.solver_impulses = lam
         s.finish_step(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
-                  any(c.touches(s) for c in contacts))
+                      bool(contacts) and contacts.touches(s))
     return WarmStart(rows.key, lam)
