@@ -614,6 +614,10 @@ def test_contact_rows_after_joint_rows_are_the_two_stacked():
     assert merged.source == stacked.source and merged.key == stacked.key
     assert merged.source.count("contacts") == 3 * len(w.contacts) and \
         merged.source[:joint.m] == joint.source
+    # the rows of each source, carried over from the joint rows' groups: those of the labels
+    fresh = Rows(merged.J, merged.target, merged.lo, merged.hi, merged.source, merged.key)
+    (s1, o1, b1), (s2, o2, b2) = merged.source_groups(), fresh.source_groups()
+    assert s1 == s2 and np.array_equal(o1, o2) and np.array_equal(b1, b2) and o1.dtype == o2.dtype
 
 
 def test_normal_targets_in_the_compiled_loop_are_the_contact_s_rule():

@@ -697,8 +697,12 @@ class ArticulatedSystem:
                 dt, u + (u_solved - s.u_star), impulse_by_source)
         else:
             u_next = u_solved
-            u_bar = {"SEMI_IMPLICIT": u_next, "TRAPEZOID": 0.5 * (u + u_next),
-                     "EULER": u}[scheme]
+            if scheme == "SEMI_IMPLICIT":
+                u_bar = u_next
+            elif scheme == "TRAPEZOID":
+                u_bar = 0.5 * (u + u_next)
+            else:  # EULER
+                u_bar = u
             q_next = self.conv.integrate(q, u_bar, dt)
             table = torque_table(dt, u_next - u, u, u_next, s.tau_cmd, s.kp, s.kd,
                                  s.b, s.tau_act, self.k_s, s.spring_err, s.tau_ext,

@@ -154,9 +154,17 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
         start, kind = first_rows, np.full(nc, CONTACT, dtype=np.int64)
         mu = np.ascontiguousarray(contacts.params[:, 0])
     source = ["contacts"] * (3 * nc)
+    groups = None
     if m0:
         source, keys = before.source + source, before.key + keys
-    return Rows(J, target, lo, hi, source, keys, start, kind, mu)
+        sources, order, starts = before.source_groups()  # kept with the joint rows
+        if "contacts" not in sources:  # the contacts' rows: one more group, the last rows
+            groups = (sources + ["contacts"],
+                      np.concatenate([order, np.arange(m0, m, dtype=np.int64)]),
+                      np.append(starts, m))
+    rows = Rows(J, target, lo, hi, source, keys, start, kind, mu)
+    rows._groups = groups
+    return rows
 
 
 @njit(cache=True)

@@ -87,16 +87,20 @@ def islands(systems, contacts) -> list[tuple[list, list | None]]:
 
 
 @njit(cache=True)
-def _impulses_by_source(J, lam, order, starts, col0, out):
+def _impulses_by_source(J, lam, order, starts, col0, out, nonzero):
     """out[s] = J[rows of s]^T lam[rows of s] over the columns col0, col0 + 1, ... (as many as
-    out has), the rows of source s being order[starts[s]:starts[s + 1]], summed in that order."""
+    out has), the rows of source s being order[starts[s]:starts[s + 1]], summed in that order;
+    nonzero[s] = 1 if any entry of out[s] is not 0, else 0."""
     for src in range(out.shape[0]):
+        nonzero[src] = 0
         for c in range(out.shape[1]):
             acc = 0.0
             for p in range(starts[src], starts[src + 1]):
                 i = order[p]
                 acc += J[i, col0 + c] * lam[i]
             out[src, c] = acc
+            if acc != 0.0:
+                nonzero[src] = 1
 
 
 def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
@@ -173,9 +177,8 @@ def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS
     sources, order, starts = rows.source_groups()  # the rows of each source, in row order
     for k, (s, st) in enumerate(zip(systems, stages)):
         cols = slice(offsets[k], offsets[k + 1])
-        g = np.empty((len(sources), s.nv))
-        _impulses_by_source(J_rows, lam, order, starts, int(offsets[k]), g)
-        nonzero = g.any(axis=1).tolist()
+        g, nonzero = np.empty((len(sources), s.nv)), np.empty(len(sources), dtype=np.int64)
+        _impulses_by_source(J_rows, lam, order, starts, int(offsets[k]), g, nonzero)
         by_source = {source: g[n] for n, source in enumerate(sources) if nonzero[n]}
         # the contact forces as point loads: only inverse dynamics reads them
         point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)] \
