@@ -661,3 +661,34 @@ def test_contact_rows_of_a_robot_alone_are_those_of_the_general_path():
     for name in ("J", "target", "lo", "hi", "block_start", "block_kind", "block_mu"):
         assert np.array_equal(getattr(fast, name), getattr(general, name)), name
     assert fast.key == general.key and fast.source == general.source
+
+
+def test_contact_loads_as_arrays_are_the_contacts_point_loads():
+    # inverse dynamics takes a step's contact forces as one ContactLoads record; it must give
+    # the wrenches of the same forces listed one point load per contact side (Contact.loads_on),
+    # bit for bit: feet on the ground, two robots pressed together, a robot touching itself
+    for w, systems in _settled_contact_worlds():
+        for s, closing in zip(systems, (1.0, -1.0)):  # the two spheres, the fingers: pressed
+            s.set_compute_inverse_dynamics(True)
+            q, u = s.get_state()
+            if len(systems) == 2:
+                u[0] = 0.1 * closing
+            elif s.nv == 2:
+                u[:] = 0.1
+            s.set_state(q, u)
+        for _ in range(50):  # until the contacts carry impulses
+            w.integrate()
+            if len(w.contacts) and np.any(w.contacts.impulse):
+                break
+        assert np.any(w.contacts.impulse)
+        for s in systems:
+            q, u = s.get_state()
+            a = np.linspace(-1.0, 1.0, s.nv)
+            record = w.contacts.loads_on(s, w.dt)
+            one_by_one = [ld for c in w.contacts for ld in c.loads_on(s, w.dt)]
+            assert len(record.links) == len(one_by_one) > 0
+            by_record = s._idyn.compute(q, u, a, [record])
+            by_loads = s._idyn.compute(q, u, a, one_by_one)
+            for name in ("force", "torque", "actuation"):
+                assert np.array_equal(getattr(by_record, name), getattr(by_loads, name),
+                                      equal_nan=True), name

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import math
 
@@ -120,6 +121,23 @@ class Contact:
                 f"distance={self.distance:.3g}, impulse={self.impulse})")
 
 
+class ContactLoads(NamedTuple):
+    """The contact forces on one system's bodies, as point loads at world points, in contact
+    order (inverse dynamics reads them): `links` (n,) names, `bodies` (n,) their Pinocchio joint
+    ids, `points` (n, 3) world, `vectors` (n, 3) world forces, N."""
+
+    links: tuple
+    bodies: np.ndarray
+    points: np.ndarray
+    vectors: np.ndarray
+
+    def as_point_loads(self) -> list:
+        """The same loads one object each (ArticulatedSystem's point loads)."""
+        from raisimcli.physics.articulated_system import _PointLoad
+        return [_PointLoad(link, self.vectors[k], None, False, world_point=self.points[k])
+                for k, link in enumerate(self.links)]
+
+
 class ContactSet(Sequence):
     """The contacts of a step as arrays, one row per contact (what the compiled loops of the
     impulse problem read and write), read as a sequence of :class:`Contact` views.
@@ -162,6 +180,25 @@ class ContactSet(Sequence):
         if self.alone is not None:
             return self.alone is system
         return any(m[0] is system or m[3] is system for m in self.meta)
+
+    def loads_on(self, system, dt: float) -> ContactLoads | None:
+        """The contact forces (impulse / dt) on `system`'s bodies, per contact its side A then
+        its side B (which receives the opposite), as Contact.loads_on lists them; None when no
+        contact touches it."""
+        if self.alone is system:
+            return ContactLoads(tuple(m[2] for m in self.meta), self.bodies_a, self.points,
+                                self.impulse / dt)
+        links, bodies, rows, signs = [], [], [], []
+        for i, (sa, ba, la, sb, bb, nb) in enumerate(self.meta):
+            if sa is system:
+                links.append(la), bodies.append(ba), rows.append(i), signs.append(1.0)
+            if sb is system:
+                links.append(nb), bodies.append(bb), rows.append(i), signs.append(-1.0)
+        if not rows:
+            return None
+        vectors = self.impulse[rows] * np.array(signs)[:, None] / dt  # -x / dt: exact sign
+        return ContactLoads(tuple(links), np.array(bodies, dtype=np.int64), self.points[rows],
+                            vectors)
 
     def take(self, indices) -> "ContactSet":
         """The contacts `indices` (in that order) as a set of their own (an island's)."""

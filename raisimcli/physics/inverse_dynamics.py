@@ -21,6 +21,7 @@ import pinocchio as pin
 from numba import njit
 
 from raisimcli.linalg import dot, matmul
+from raisimcli.physics.contacts import ContactLoads
 from raisimcli.physics.pinocchio_views import checked_views
 
 
@@ -295,14 +296,23 @@ class InverseDynamics:
         (_loads_in_body_frames), written into fext; returns (links, linear (n, 3), angular
         (n, 3))."""
         s = self.system
-        n = len(loads)
-        links = tuple(ld.link for ld in loads)
+        n = sum(len(ld.links) if isinstance(ld, ContactLoads) else 1 for ld in loads)
+        links: list = []
         bodies, points = np.empty(n, dtype=np.int64), np.zeros((n, 3))
         vectors = np.empty((n, 3))
         torques = np.empty(n, dtype=np.bool_)
         if loads:
             s._kinematics()
-        for k, ld in enumerate(loads):
+        k = 0
+        for ld in loads:
+            if isinstance(ld, ContactLoads):  # forces at world points, as arrays
+                m = len(ld.links)
+                bodies[k:k + m], points[k:k + m], vectors[k:k + m] = ld.bodies, ld.points, \
+                    ld.vectors
+                torques[k:k + m] = False
+                links += ld.links
+                k += m
+                continue
             body = self._link_body.get(ld.link)
             if body is None:
                 body = self._link_body[ld.link] = s._body_of(ld.link)
@@ -310,6 +320,9 @@ class InverseDynamics:
             if not ld.is_torque:
                 points[k] = ld.world_point if ld.world_point is not None else \
                     s._load_point_world(ld, s._data)[1]
+            links.append(ld.link)
+            k += 1
+        links = tuple(links)
         lin, ang = np.empty((n, 3)), np.empty((n, 3))
         R, T = s._placements
         f_lin, f_ang = self._fext_views
@@ -342,6 +355,8 @@ class InverseDynamics:
                 (loads or self._loaded):
             load_arrays = self._local_loads(loads)
         else:
+            loads = [x for ld in loads for x in
+                     (ld.as_point_loads() if isinstance(ld, ContactLoads) else (ld,))]
             for body in self._loaded:
                 fext[body] = pin.Force.Zero()
             self._loaded = []

@@ -181,8 +181,8 @@ def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS
         _impulses_by_source(J_rows, lam, order, starts, int(offsets[k]), g, nonzero)
         by_source = {source: g[n] for n, source in enumerate(sources) if nonzero[n]}
         # the contact forces as point loads: only inverse dynamics reads them
-        point_loads = [ld for c in contacts for ld in c.loads_on(s, dt)] \
-            if s.compute_inverse_dynamics else []
+        loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and contacts else None
+        point_loads = [loads] if loads is not None else []
         st.solver_impulses = lam
         s.finish_step(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
                       bool(contacts) and contacts.touches(s))
