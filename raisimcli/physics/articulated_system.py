@@ -170,7 +170,7 @@ class ArticulatedSystem:
         a = np.asarray(v, dtype=float).reshape(-1)
         if a.size != n:
             raise StateError(f"{self.name}: {what} must have {n} entries, got {a.size}")
-        if not np.all(np.isfinite(a)):
+        if not np.isfinite(a).all():
             raise StateError(f"{self.name}: {what} must be finite")
         return a
 
