@@ -692,3 +692,66 @@ def test_contact_loads_as_arrays_are_the_contacts_point_loads():
             for name in ("force", "torque", "actuation"):
                 assert np.array_equal(getattr(by_record, name), getattr(by_loads, name),
                                       equal_nan=True), name
+
+
+def test_a_patch_of_more_than_four_corners_is_reduced_to_the_four_that_span_it():
+    # reduce_patch: a polygon's first corner, the corner farthest from it and the farthest on
+    # each side of that line, in order; four corners or fewer are kept as they are. Checked on
+    # regular n-gons at random poses: the kept quadrilateral holds the polygon's centre and has
+    # at least 2/pi of the polygon's area (a square in a circle: the least a diameter allows)
+    from raisimcli.physics.contacts import reduce_patch
+    rng = np.random.default_rng(4)
+    square = [np.array(p, dtype=float) for p in ((0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0))]
+    assert reduce_patch(square, np.array([0, 0, 1.0])) is square
+    for n in range(5, 13):
+        R = _random_rotation(rng)
+        a = 2 * np.pi * np.arange(n) / n + rng.uniform(0, 2 * np.pi)
+        ring = np.column_stack([np.cos(a), np.sin(a), np.zeros(n)]) * 0.01
+        points = [R @ p + np.array([0.3, -0.2, 0.0]) for p in ring]
+        kept = reduce_patch(points, R[:, 2])
+        index = [next(i for i, p in enumerate(points) if p is k) for k in kept]
+        assert len(kept) == 4 and index == sorted(index) and index[0] == 0
+        flat = [R.T @ (k - np.array([0.3, -0.2, 0.0])) for k in kept]
+        xy = np.array(flat)[:, :2]
+        centre = xy.mean(axis=0)
+        order = np.argsort(np.arctan2(xy[:, 1] - centre[1], xy[:, 0] - centre[0]))
+        x, y = xy[order, 0], xy[order, 1]
+        area = 0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+        polygon = 0.5 * n * np.sin(2 * np.pi / n) * 0.01 ** 2
+        assert area >= 2 / np.pi * polygon * (1 - 1e-12)
+        # the polygon's centre (the origin of `flat`) inside the quadrilateral
+        edges = [(x[i], y[i], x[(i + 1) % 4], y[(i + 1) % 4]) for i in range(4)]
+        assert all((x1 - x0) * (0 - y0) - (y1 - y0) * (0 - x0) >= -1e-18
+                   for x0, y0, x1, y1 in edges)
+
+
+def test_an_octagonal_prism_rests_on_four_of_its_eight_corners(tmp_path):
+    """A convex mesh with an 8-corner bottom face (an octagonal prism, 1 kg) resting on the
+    ground: coal's patch has 8 corners, the contacts are 4 of them, and they carry the weight
+    with the body at rest on its face."""
+    a = 2 * np.pi * np.arange(8) / 8
+    ring = np.column_stack([0.05 * np.cos(a), 0.05 * np.sin(a)])
+    vertices = [(x, y, z) for z in (-0.02, 0.02) for x, y in ring]
+    faces = [(1, 1 + k, 2 + k) for k in range(1, 7)] + [(9, 10 + k, 9 + k) for k in range(1, 7)] + \
+        [f for k in range(8) for f in ((1 + k, 1 + (k + 1) % 8, 9 + (k + 1) % 8),
+                                       (1 + k, 9 + (k + 1) % 8, 9 + k))]
+    obj = tmp_path / "prism.obj"
+    obj.write_text("".join(f"v {x} {y} {z}\n" for x, y, z in vertices) +
+                   "".join(f"f {i} {j} {k}\n" for i, j, k in faces))
+    text = (f'<robot name="prism"><link name="b"><inertial><mass value="1"/><inertia '
+            f'ixx="0.001" iyy="0.001" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial>'
+            f'<collision><geometry><mesh filename="{obj}"/></geometry></collision></link>'
+            f'</robot>')
+    w = World(0.001)
+    w.add_ground(0.0)
+    r = w.add_articulated_system(load_urdf_string(text))
+    q = r.get_generalized_coordinate()
+    q[2] = 0.021
+    r.set_state(q, np.zeros(6))
+    for _ in range(1000):
+        w.integrate()
+    assert len(w.contacts) == 4
+    assert all(abs(np.hypot(*c.position[:2]) - 0.05) < 1e-9 for c in w.contacts)  # corners
+    assert sum(c.impulse[2] for c in w.contacts) / w.dt == pytest.approx(G, rel=1e-6)
+    assert r.q[2] == pytest.approx(0.02, abs=1e-5)
+    assert np.abs(r.u).max() < 1e-6
