@@ -371,22 +371,30 @@ def test_self_collision_is_opt_in(self_collision):
         assert gap < 0.0
 
 
-def test_a_mesh_collides_as_its_convex_hull(tmp_path):
-    """A floating body whose collision shape is an STL box mesh (0.35 x 0.08 x 0.06 m) rests on
-    the ground on its broad face: its origin settles 3 cm up, on four corner contacts."""
-    mesh = robot("acme_description/meshes/arm1.stl")
-    text = (f'<robot name="brick"><link name="b"><inertial><mass value="1"/><inertia ixx="0.001" '
-            f'iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial><collision><origin '
-            f'xyz="0 0 -0.03"/><geometry><mesh filename="{mesh}"/></geometry></collision></link>'
-            f'</robot>')
+def _mesh_body_settled(mesh: str, inertia, z: float, origin_z: float = 0.0):
+    """(world, robot): a free 1 kg body whose collision is `mesh` (its origin at origin_z in
+    the body frame), released at height z above the ground and stepped 1 s."""
+    ixx, iyy, izz = inertia
+    text = (f'<robot name="meshed"><link name="b"><inertial><mass value="1"/><inertia '
+            f'ixx="{ixx}" iyy="{iyy}" izz="{izz}" ixy="0" ixz="0" iyz="0"/></inertial>'
+            f'<collision><origin xyz="0 0 {origin_z}"/><geometry><mesh filename="{mesh}"/>'
+            f'</geometry></collision></link></robot>')
     w = World(0.001)
     w.add_ground(0.0)
     r = w.add_articulated_system(load_urdf_string(text))
     q = r.get_generalized_coordinate()
-    q[2] = 0.05
+    q[2] = z
     r.set_state(q, np.zeros(6))
     for _ in range(1000):
         w.integrate()
+    return w, r
+
+
+def test_a_mesh_collides_as_its_convex_hull(tmp_path):
+    """A floating body whose collision shape is an STL box mesh (0.35 x 0.08 x 0.06 m) rests on
+    the ground on its broad face: its origin settles 3 cm up, on four corner contacts."""
+    w, r = _mesh_body_settled(robot("acme_description/meshes/arm1.stl"), (0.001, 0.01, 0.01),
+                              0.05, origin_z=-0.03)
     assert r.q[2] == pytest.approx(0.03, abs=1e-6)
     assert len(w.contacts) == 4
     assert sum(c.impulse[2] for c in w.contacts) / w.dt == pytest.approx(G, rel=1e-6)
@@ -738,18 +746,7 @@ def test_an_octagonal_prism_rests_on_four_of_its_eight_corners(tmp_path):
     obj = tmp_path / "prism.obj"
     obj.write_text("".join(f"v {x} {y} {z}\n" for x, y, z in vertices) +
                    "".join(f"f {i} {j} {k}\n" for i, j, k in faces))
-    text = (f'<robot name="prism"><link name="b"><inertial><mass value="1"/><inertia '
-            f'ixx="0.001" iyy="0.001" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial>'
-            f'<collision><geometry><mesh filename="{obj}"/></geometry></collision></link>'
-            f'</robot>')
-    w = World(0.001)
-    w.add_ground(0.0)
-    r = w.add_articulated_system(load_urdf_string(text))
-    q = r.get_generalized_coordinate()
-    q[2] = 0.021
-    r.set_state(q, np.zeros(6))
-    for _ in range(1000):
-        w.integrate()
+    w, r = _mesh_body_settled(str(obj), (0.001, 0.001, 0.002), 0.021)
     assert len(w.contacts) == 4
     assert all(abs(np.hypot(*c.position[:2]) - 0.05) < 1e-9 for c in w.contacts)  # corners
     assert sum(c.impulse[2] for c in w.contacts) / w.dt == pytest.approx(G, rel=1e-6)
