@@ -90,20 +90,29 @@ def _cho_solve(L, B, X):
 @njit(cache=True)
 def _cho_solve_rows(L, B, col0, X, row0):
     """X[row0 + i, c] = ((L L^T)^-1 B[c, col0 : col0 + n])[i] for every row c of B: the solution
-    of B's column block transposed, read from B's rows (no transposed copy), with _cho_solve's
-    operations in its order."""
-    n = L.shape[0]
-    for c in range(B.shape[0]):
-        for i in range(n):
-            s = B[c, col0 + i]
-            for p in range(i):
-                s -= L[i, p] * X[row0 + p, c]
-            X[row0 + i, c] = s / L[i, i]
-        for i in range(n - 1, -1, -1):
-            s = X[row0 + i, c]
-            for p in range(i + 1, n):
-                s -= L[p, i] * X[row0 + p, c]
-            X[row0 + i, c] = s / L[i, i]
+    of B's column block transposed, read from B's rows (no transposed copy). Each column c goes
+    through _cho_solve's operations in its order; the loop over the columns is the innermost
+    (the columns are independent), so that the columns' chains run side by side."""
+    n, k = L.shape[0], B.shape[0]
+    for i in range(n):
+        for c in range(k):
+            X[row0 + i, c] = B[c, col0 + i]
+    for i in range(n):  # forward: s = b_i - sum_p<i L[i, p] x_p, in p order, then / L[i, i]
+        for p in range(i):
+            a = L[i, p]
+            for c in range(k):
+                X[row0 + i, c] -= a * X[row0 + p, c]
+        d = L[i, i]
+        for c in range(k):
+            X[row0 + i, c] = X[row0 + i, c] / d
+    for i in range(n - 1, -1, -1):  # backward: s = y_i - sum_p>i L[p, i] x_p, in p order
+        for p in range(i + 1, n):
+            a = L[p, i]
+            for c in range(k):
+                X[row0 + i, c] -= a * X[row0 + p, c]
+        d = L[i, i]
+        for c in range(k):
+            X[row0 + i, c] = X[row0 + i, c] / d
 
 
 @njit(cache=True)

@@ -132,12 +132,13 @@ def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterat
     """G = J response, v = J u* + G lam, the block Gauss-Seidel, u_next = u* + response lam:
     every product summed in index order (linalg.matmul's). Returns (sweeps, residual)."""
     m, N = J.shape
-    for i in range(m):
+    for i in range(m):  # G[i, j] = sum_p J[i, p] response[p, j] in p order, the j's side by side
         for j in range(m):
-            s = 0.0
-            for p in range(N):
-                s += J[i, p] * response[p, j]
-            G[i, j] = s
+            G[i, j] = 0.0
+        for p in range(N):
+            a = J[i, p]
+            for j in range(m):
+                G[i, j] += a * response[p, j]
     for i in range(m):
         a = 0.0
         for p in range(N):
@@ -148,11 +149,14 @@ def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterat
         v[i] = a + c
     sweeps, residual = block_gauss_seidel(G, v, lam, target, lo, hi, start, kind, mu,
                                           max_iterations, tolerance, scratch)
+    for i in range(N):  # u_star + response lam, the sum in p order, the i's side by side
+        u_next[i] = 0.0
+    for p in range(m):
+        a = lam[p]
+        for i in range(N):
+            u_next[i] += response[i, p] * a
     for i in range(N):
-        s = 0.0
-        for p in range(m):
-            s += response[i, p] * lam[p]
-        u_next[i] = u_star[i] + s
+        u_next[i] = u_star[i] + u_next[i]
     return sweeps, residual
 
 
