@@ -228,9 +228,7 @@ def test_quadruped_stands_under_pd():
     w.add_ground(0.0)
     r = w.add_articulated_system(load_urdf(robot("quadruped.urdf")))
     stand = r.get_generalized_coordinate()
-    legs = [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
     stand[7:] = [0.0, 0.6, -1.2, 0.0, 0.6, -1.2, 0.0, -0.6, 1.2, 0.0, -0.6, 1.2]
-    del legs
     # the feet's height at this pose sets the base height: put the feet on the ground
     r.set_state(stand, np.zeros(18))
     foot_z = min(r.get_frame_position(f"{leg}_foot")[2] for leg in ("LF", "RF", "LH", "RH"))
@@ -550,6 +548,21 @@ def _settled_contact_worlds():
     w3.configure_contacts(f, self_collision=True)
     f.set_state([0.09, 0.09], [0.0, 0.0])
     return [(w1, [r]), (w2, [a, b]), (w3, [f])]
+
+
+def test_a_contact_s_arrays_are_read_only_views_of_the_step_s_record():
+    w, (r,) = _settled_contact_worlds()[0]
+    w.integrate()
+    c = r.get_contacts()[0]
+    before = w.contacts.impulse.copy()
+    for name in ("position", "frame", "normal", "impulse", "impulse_contact",
+                 "velocity_contact"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(c, name)[0] = 1.0
+    assert np.array_equal(w.contacts.impulse, before)
+    kept = c.impulse.copy()
+    kept[0] = 1.0  # a copy is the user's to change
+    assert np.shares_memory(c.impulse, w.contacts.impulse) and c.impulse[0] != 1.0
 
 
 def _point_position(system, link, local, q):

@@ -49,6 +49,13 @@ class MaterialPair:
     restitution_threshold: float = DEFAULT_RESTITUTION_THRESHOLD
 
 
+def _read_only(view: np.ndarray) -> np.ndarray:
+    """The view, made read-only (a Contact's arrays are its set's rows: writing one would change
+    the step's record that the log and get_contacts() read)."""
+    view.setflags(write=False)
+    return view
+
+
 class Contact:
     """One contact point of a step: a view of its row in the step's :class:`ContactSet`.
     `system_a`/`body_a`/`link_a`: the robot body; `system_b` (None for the static world),
@@ -58,7 +65,7 @@ class Contact:
     identity across steps (the warm start). After the step: `impulse` (3,) on A in the world
     frame (B receives the opposite), `impulse_contact` (t1, t2, n), and `velocity_contact`
     (t1, t2, n), A's velocity relative to B at the point at the step's end, with the normal
-    `target` it had to reach. The arrays are views of the set's: read them, copy to keep."""
+    `target` it had to reach. The arrays are read-only views of the set's (copy to change)."""
 
     __slots__ = ("_set", "_i")
 
@@ -72,18 +79,18 @@ class Contact:
     body_b = property(lambda self: self._set.meta[self._i][4])
     name_b = property(lambda self: self._set.meta[self._i][5])
     key = property(lambda self: self._set.keys[self._i])
-    position = property(lambda self: self._set.points[self._i])
-    frame = property(lambda self: self._set.frames[self._i])
-    normal = property(lambda self: self._set.frames[self._i, :, 2])
+    position = property(lambda self: _read_only(self._set.points[self._i]))
+    frame = property(lambda self: _read_only(self._set.frames[self._i]))
+    normal = property(lambda self: _read_only(self._set.frames[self._i, :, 2]))
     distance = property(lambda self: float(self._set.distance[self._i]))
     mu = property(lambda self: float(self._set.params[self._i, 0]))
     restitution = property(lambda self: float(self._set.params[self._i, 1]))
     threshold = property(lambda self: float(self._set.params[self._i, 2]))
     erp = property(lambda self: float(self._set.params[self._i, 3]))
     slop = property(lambda self: float(self._set.params[self._i, 4]))
-    impulse = property(lambda self: self._set.impulse[self._i])
-    impulse_contact = property(lambda self: self._set.impulse_contact[self._i])
-    velocity_contact = property(lambda self: self._set.velocity_contact[self._i])
+    impulse = property(lambda self: _read_only(self._set.impulse[self._i]))
+    impulse_contact = property(lambda self: _read_only(self._set.impulse_contact[self._i]))
+    velocity_contact = property(lambda self: _read_only(self._set.velocity_contact[self._i]))
     target = property(lambda self: float(self._set.target[self._i]))
 
     @property
@@ -258,10 +265,10 @@ def reduce_patch(points: list, normal) -> list:
     """At most four points of a contact patch (a convex polygon in the plane of `normal`), in
     their order: all of them when there are four or fewer (a box's face), else the
     quadrilateral that spans it: the first corner p0, the corner p1 farthest from it, and on
-    each side of the line p0 p1 the corner farthest from it. A face resting on a face is
-    supported by the polygon, and a quadrilateral spanning it can carry the same wrench; more
-    points only add redundant rows (a 10-corner foot sole: 30 rows for a 6-dimensional wrench),
-    which slow the impulse solver's convergence without widening what it may reach."""
+    each side of the line p0 p1 the corner farthest from it. The quadrilateral carries every
+    wrench whose centre of pressure lies inside it (for a regular polygon at least 2/pi of its
+    area, reaching across its widest extent); the other corners would add rows (a 10-corner foot
+    sole: 30 rows for a 6-dimensional wrench) that slow the impulse solver's convergence."""
     if len(points) <= MAX_PATCH_POINTS:
         return points
     P = np.array(points, dtype=np.float64)
