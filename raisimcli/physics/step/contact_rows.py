@@ -97,6 +97,40 @@ def _normal_targets(distance, params, vn, dt, target, first):
         target[first + 3 * c + 2] = t
 
 
+@njit(cache=True)
+def _start_rows(bJ, btarget, blo, bhi, bstart, bkind, bmu, mu_c, J, target, lo, hi, first_rows,
+                start, kind, mu):
+    """The stacked rows' arrays before the contacts' Jacobian rows are added: the rows `b...`
+    first (their J, target, lo, hi and blocks), then one CONTACT block of three rows per contact
+    (first_rows[c] = m0 + 3c, friction mu_c[c]) with J, target, lo and hi 0."""
+    m0, N = bJ.shape
+    for i in range(m0):
+        for k in range(N):
+            J[i, k] = bJ[i, k]
+        target[i], lo[i], hi[i] = btarget[i], blo[i], bhi[i]
+    for i in range(m0, J.shape[0]):
+        for k in range(N):
+            J[i, k] = 0.0
+        target[i], lo[i], hi[i] = 0.0, 0.0, 0.0
+    nb = bstart.shape[0]
+    for b in range(nb):
+        start[b], kind[b], mu[b] = bstart[b], bkind[b], bmu[b]
+    for c in range(mu_c.shape[0]):
+        first_rows[c] = m0 + 3 * c
+        start[nb + c], kind[nb + c], mu[nb + c] = m0 + 3 * c, CONTACT, mu_c[c]
+
+
+@njit(cache=True)
+def _targets(J, m0, u, distance, params, dt, vn, target):
+    """The contacts' normal velocities at u (_normal_velocities of the rows from m0 on) and
+    their normal targets (_normal_targets)."""
+    _normal_velocities(J[m0:], u, vn)
+    _normal_targets(distance, params, vn, dt, target, m0)
+
+
+_NO_ROWS = (np.zeros(0), np.zeros(0, dtype=np.int64))
+
+
 def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
                  before: Rows | None = None) -> Rows:
     """The rows of `contacts` (a ContactSet) over the columns of `systems` (system k's at
@@ -106,11 +140,20 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
     nc = len(contacts)
     m0 = before.m if before is not None else 0
     m = m0 + 3 * nc
-    J = np.zeros((m, N))
     if m0:
-        J[:m0] = before.J
+        bJ, btarget, blo, bhi = before.J, before.target, before.lo, before.hi
+        bs, bk, bm = before.blocks()
+    else:
+        z, zi = _NO_ROWS
+        bJ, btarget, blo, bhi, bs, bk, bm = np.zeros((0, N)), z, z, z, zi, zi, z
+    nb = bs.shape[0]
+    J, target, lo, hi = np.empty((m, N)), np.empty(m), np.empty(m), np.empty(m)
+    first_rows = np.empty(nc, dtype=np.int64)
+    start, kind, mu = np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc, dtype=np.int64), \
+        np.empty(nb + nc)
+    _start_rows(bJ, btarget, blo, bhi, bs, bk, bm, contacts.params[:, 0], J, target, lo, hi,
+                first_rows, start, kind, mu)
     frames, points = contacts.frames, contacts.points
-    first_rows = m0 + 3 * np.arange(nc, dtype=np.int64)
     if contacts.alone is not None and id(contacts.alone) in index:
         # one side of every contact, in order: a robot alone against the static world
         sides = {index[id(contacts.alone)]: (None, contacts.bodies_a, np.ones(nc))}
@@ -136,32 +179,20 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
         _add_rows(views.J_world, views.origins, views.supports, bodies, at_points, in_frames,
                   signs, rows_of, int(offsets[k]), views.block_u, views.R,
                   np.empty((12, system.nv)), J)
-    vn = np.empty(nc)
-    _normal_velocities(J[m0:], np.ascontiguousarray(u_now, dtype=np.float64), vn)
-    target = np.zeros(m)
-    _normal_targets(contacts.distance, contacts.params, vn, dt, target, m0)
+    _targets(J, m0, np.ascontiguousarray(u_now, dtype=np.float64), contacts.distance,
+             contacts.params, dt, np.empty(nc), target)
     keys = [(key, i) for key in contacts.keys for i in (0, 1, 2)]
-    lo, hi = np.zeros(m), np.zeros(m)
-    if m0:
-        target[:m0], lo[:m0], hi[:m0] = before.target, before.lo, before.hi
-        bs, bk, bm = before.blocks()
-        nb = bs.shape[0]
-        start, kind, mu = np.empty(nb + nc, dtype=np.int64), \
-            np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc)
-        start[:nb], kind[:nb], mu[:nb] = bs, bk, bm
-        start[nb:], kind[nb:], mu[nb:] = first_rows, CONTACT, contacts.params[:, 0]
-    else:
-        start, kind = first_rows, np.full(nc, CONTACT, dtype=np.int64)
-        mu = np.ascontiguousarray(contacts.params[:, 0])
     source = ["contacts"] * (3 * nc)
     groups = None
     if m0:
         source, keys = before.source + source, before.key + keys
         sources, order, starts = before.source_groups()  # kept with the joint rows
         if "contacts" not in sources:  # the contacts' rows: one more group, the last rows
-            groups = (sources + ["contacts"],
-                      np.concatenate([order, np.arange(m0, m, dtype=np.int64)]),
-                      np.append(starts, m))
+            all_order, all_starts = np.empty(m, dtype=np.int64), np.empty(len(starts) + 1,
+                                                                          dtype=np.int64)
+            all_order[:m0], all_order[m0:] = order, np.arange(m0, m)
+            all_starts[:-1], all_starts[-1] = starts, m
+            groups = (sources + ["contacts"], all_order, all_starts)
     rows = Rows(J, target, lo, hi, source, keys, start, kind, mu)
     rows._groups = groups
     return rows
