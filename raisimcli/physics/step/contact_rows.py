@@ -199,9 +199,11 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
 
 
 @njit(cache=True)
-def _report(frames, J, first, lam, u_next, impulse, velocity):
+def _report(frames, J, first, lam, u_next, row_target, impulse, impulse_contact, velocity,
+            target):
     """impulse[c] = frames[c] lam[first + 3c : + 3] (world), velocity[c] = J[first + 3c : + 3]
-    u_next, each summed in index order."""
+    u_next, each summed in index order; impulse_contact[c] = lam[first + 3c : + 3] and
+    target[c] = row_target[first + 3c + 2] as they are."""
     for c in range(frames.shape[0]):
         r = first + 3 * c
         for i in range(3):
@@ -213,14 +215,14 @@ def _report(frames, J, first, lam, u_next, impulse, velocity):
             for k in range(u_next.shape[0]):
                 s += J[r + i, k] * u_next[k]
             velocity[c, i] = s
+            impulse_contact[c, i] = lam[r + i]
+        target[c] = row_target[r + 2]
 
 
 def report_contact_impulses(contacts, rows: Rows, lam, u_next) -> None:
     """Each contact's impulse (world and contact frame), its velocity at the step's end and its
-    normal target, from the solved rows, into the ContactSet's result arrays."""
-    first = rows.source.index("contacts")
-    nc = len(contacts)
-    _report(contacts.frames, np.ascontiguousarray(rows.J), first, lam,
-            np.ascontiguousarray(u_next), contacts.impulse, contacts.velocity_contact)
-    contacts.impulse_contact[:] = lam[first:first + 3 * nc].reshape(nc, 3)
-    contacts.target[:] = rows.target[first + 2:first + 3 * nc:3]
+    normal target, from the solved rows (the contacts' rows are the last), into the
+    ContactSet's result arrays."""
+    _report(contacts.frames, rows.J, rows.m - 3 * len(contacts), lam,
+            np.ascontiguousarray(u_next), rows.target, contacts.impulse,
+            contacts.impulse_contact, contacts.velocity_contact, contacts.target)
