@@ -66,6 +66,10 @@ class Transmission:
         self.stall = self.torque_constant * self.bus_voltage / self.resistance
 
 
+_NO_ACTUATORS = np.empty(0)  # the state arrays of a system without actuators (read-only)
+_NO_ACTUATORS.setflags(write=False)
+
+
 @dataclass
 class ActuatorState:
     """Per actuator, (n_act,) each: motor speed, operating-region bounds, commanded motor torque
@@ -114,8 +118,12 @@ def actuator_torques(tr: Transmission, tau_a: np.ndarray, u: np.ndarray,
         tau_m = clamp(tau_a / G, tau_m,min, tau_m,max)     (tau_a / G without the region)
         tau_act = T^T tau_m
 
-    in one compiled loop (_actuators)."""
+    in one compiled loop (_actuators). Without actuators, tau_act is zero (the empty sums of
+    T^T tau_m) and every state array is empty, without the loop."""
     n_act, nv = tr.T.shape
+    if n_act == 0:
+        return np.zeros(nv), ActuatorState(_NO_ACTUATORS, _NO_ACTUATORS, _NO_ACTUATORS,
+                                           _NO_ACTUATORS, _NO_ACTUATORS)
     w_m, lo, hi = np.empty(n_act), np.empty(n_act), np.empty(n_act)
     commanded, applied, tau_act = np.empty(n_act), np.empty(n_act), np.empty(nv)
     _actuators(tr.T, np.ascontiguousarray(u, dtype=np.float64), tr.stall, tr.back_emf, tr.peak,
