@@ -6,6 +6,8 @@ motion of the step, M du/dt + h = sum of the rows below (for the one-stage schem
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -43,6 +45,14 @@ def _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_error, ta
         out[rows, i] = acc
 
 
+@functools.lru_cache(maxsize=64)
+def _row_names(impulse_sources: tuple) -> tuple:
+    """The table's row names: the applied rows, the impulse sources in their order, then the
+    sources without impulses in the order of SOURCES."""
+    names = _APPLIED + impulse_sources
+    return names + tuple(source for source in SOURCES if source not in names)
+
+
 def torque_table(dt: float, du: np.ndarray, u: np.ndarray, u_next: np.ndarray,
                  tau_cmd: np.ndarray, kp: np.ndarray, kd: np.ndarray, b: np.ndarray,
                  tau_act: np.ndarray, k_s: np.ndarray, spring_error: np.ndarray,
@@ -63,8 +73,7 @@ def torque_table(dt: float, du: np.ndarray, u: np.ndarray, u_next: np.ndarray,
     The impulse rows come in the order of `impulse_by_source`, then the sources without
     impulses (zeros), in the order above. One compiled pass writes every row.
     """
-    names = list(_APPLIED) + list(impulse_by_source)
-    names += [source for source in SOURCES if source not in names]
+    names = _row_names(tuple(impulse_by_source))
     n = u.shape[0]
     impulses = np.empty((len(impulse_by_source), n))
     for k, g in enumerate(impulse_by_source.values()):
