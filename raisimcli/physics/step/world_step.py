@@ -142,12 +142,16 @@ def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS
                               [(s.name,) + tuple(key) for key in r.key], r.block_start,
                               r.block_kind, r.block_mu))
     joint = Rows.stack(parts) if parts else None
+    alone = len(systems) == 1  # then u and u* are the system's own (the solver reads them)
     if contacts:  # after the joint rows
-        u_now = np.concatenate([s.u for s in systems])
+        u_now = systems[0].u if alone else np.concatenate([s.u for s in systems])
         rows = contact_rows(contacts, systems, index, offsets, N, dt, u_now, before=joint)
     else:
         rows = joint if joint is not None else Rows.empty(N)
-    u_star = np.concatenate([st.u_free for st in stages]) if systems else np.zeros(0)
+    if alone:
+        u_star = stages[0].u_free
+    else:
+        u_star = np.concatenate([st.u_free for st in stages]) if systems else np.zeros(0)
     response = np.zeros((N, rows.m))
     J_rows = np.ascontiguousarray(rows.J)
     for k, st in enumerate(stages):
