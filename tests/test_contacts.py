@@ -684,22 +684,6 @@ def test_contact_rows_of_a_robot_alone_are_those_of_the_general_path():
     assert fast.key == general.key and fast.source == general.source
 
 
-def test_detection_names_the_robot_alone_as_its_contacts_do():
-    # detection tracks whether every contact is one robot's with the static world as it adds
-    # them; the set made from the same contacts' records alone must say the same
-    from raisimcli.physics.contacts import ContactSet
-    for w, systems in _settled_contact_worlds():
-        w.integrate1()
-        cs = w.contacts
-        assert len(cs)
-        again = ContactSet(list(cs.meta), list(cs.keys), cs.points, cs.frames, cs.distance,
-                           cs.params)
-        assert cs.alone is again.alone
-        assert np.array_equal(cs.bodies_a, again.bodies_a)
-        assert (cs.alone is systems[0]) == (len(systems) == 1 and w.contact_world.ground_height
-                                            is not None)
-
-
 def test_contact_loads_as_arrays_are_the_contacts_point_loads():
     # inverse dynamics takes a step's contact forces as one ContactLoads record; it must give
     # the wrenches of the same forces listed one point load per contact side (Contact.loads_on),

@@ -156,7 +156,7 @@ class ContactSet(Sequence):
     world (the common case: its rows need no per-contact bookkeeping), else None."""
 
     def __init__(self, meta: list, keys: list, points, frames, distance, params,
-                 alone: object | None = None, bodies_a: list | None = None):
+                 alone: object | None = None):
         self.meta, self.keys = meta, keys
         self.points, self.frames, self.distance, self.params = points, frames, distance, params
         n = len(meta)
@@ -165,8 +165,7 @@ class ContactSet(Sequence):
         if alone is None and n and all(m[0] is meta[0][0] and m[3] is None for m in meta):
             alone = meta[0][0]
         self.alone = alone
-        self.bodies_a = np.array([m[1] for m in meta] if bodies_a is None else bodies_a,
-                                 dtype=np.int64)
+        self.bodies_a = np.array([m[1] for m in meta], dtype=np.int64)
 
     @classmethod
     def empty(cls) -> "ContactSet":
@@ -451,18 +450,10 @@ class _Found:
     def __init__(self, erp: float, slop: float):
         self.erp, self.slop = erp, slop
         self.meta, self.keys, self.points, self.normals = [], [], [], []
-        self.distance, self.params, self.bodies_a = [], [], []
-        self.alone = None  # the system while every contact is its body's with the static world
-        self.mixed = False
+        self.distance, self.params = [], []
 
     def add(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> None:
-        if not self.mixed:
-            if system_b is not None or (self.alone is not None and system is not self.alone):
-                self.alone, self.mixed = None, True
-            else:
-                self.alone = system
         self.meta.append((system, shape.body, shape.link, system_b, body_b, name_b))
-        self.bodies_a.append(shape.body)
         self.keys.append(key)
         self.points.append(p)
         self.normals.append(n)
@@ -482,8 +473,7 @@ class _Found:
         return ContactSet(self.meta, self.keys,
                           np.array(self.points, dtype=np.float64).reshape(n, 3), frames,
                           np.array(self.distance, dtype=np.float64),
-                          np.array(self.params, dtype=np.float64).reshape(n, 5),
-                          self.alone, self.bodies_a)
+                          np.array(self.params, dtype=np.float64).reshape(n, 5))
 
 
 _UP_FRAME = contact_frame(np.array(_UP))
