@@ -433,6 +433,8 @@ def test_the_lowest_point_filter_keeps_every_ground_contact_coal_reports(kind, s
     from raisimcli.physics.contacts import DEFAULT_MARGIN
 
     class Still:  # a system whose only body is at the world origin
+        name = "still"
+
         def body_placements(self):
             return np.eye(3)[None].repeat(2, 0), np.zeros((2, 3))
 
@@ -514,6 +516,52 @@ def test_sphere_on_the_ground_is_coal_s_contact():
             assert ours[0].distance == pytest.approx(theirs.penetration_depth, rel=0, abs=1e-15)
             assert np.array_equal(ours[0].normal, -np.array(theirs.normal))
     assert 800 < seen < 1900  # both sides of the margin were seen
+
+
+def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_materials():
+    # a robot's spheres are answered in one compiled loop and its box by coal: the contacts
+    # still come in the order of the shapes, each with its own body, material pair and key
+    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry
+    from raisimcli.physics.contacts import ContactWorld
+
+    class Still:  # bodies 1, 2, 3, 4 at the world origin
+        name = "still"
+
+        def body_placements(self):
+            return np.eye(3)[None].repeat(5, 0), np.zeros((5, 3))
+
+    def at(x, z):
+        P = np.eye(4)
+        P[0, 3], P[2, 3] = x, z
+        return P
+
+    shapes = []
+    for kind, size, body, x, z, material in (
+            ("sphere", (0.05,), 1, 0.0, 0.049, "default"),     # 1 mm into the ground
+            ("box", (0.2, 0.2, 0.1), 2, 1.0, 0.05, "default"),  # resting on its face
+            ("sphere", (0.03,), 3, 2.0, 0.032, "rubber"),      # 2 mm above, within the margin
+            ("sphere", (0.03,), 4, 3.0, 1.0, "rubber")):       # far above
+        geom, radius = make_geometry(kind, size)
+        shapes.append(Shape(geom, kind, f"link{body}", body, at(x, z), radius, material,
+                            len(shapes)))
+    cw = ContactWorld()
+    cw.set_ground(0.0)
+    cw.set_material_pair("rubber", "default", 0.3, 0.5)
+    cw.robots.append(RobotShapes(Still(), shapes))
+    found = cw.detect()
+    assert [key[1] for key in found.keys] == [0, 1, 1, 1, 1, 2]  # the shapes, in order
+    assert found.keys[0] == ("still", 0, "ground", 0) and found.keys[5] == ("still", 2, "ground", 0)
+    assert [k[3] for k in found.keys[1:5]] == [0, 1, 2, 3]  # the box face's four corners
+    assert found.bodies_a.tolist() == [1, 2, 2, 2, 2, 3]
+    assert found.alone is not None
+    assert_close(found.distance[[0, 5]], [-0.001, 0.002], rtol=0, atol=1e-15)
+    assert_close(found.distance[1:5], np.zeros(4), rtol=0, atol=1e-11)  # coal's, to 5e-12
+    assert_close(found.points[0], [0.0, 0.0, -0.0005], rtol=0, atol=1e-15)
+    assert_close(found.points[5], [2.0, 0.0, 0.001], rtol=0, atol=1e-15)
+    assert sorted(map(tuple, np.round(found.points[1:5], 9) + 0.0)) == \
+        [(0.9, -0.1, 0.0), (0.9, 0.1, 0.0), (1.1, -0.1, 0.0), (1.1, 0.1, 0.0)]
+    assert np.array_equal(found.frames[:, :, 2], np.tile([0.0, 0.0, 1.0], (6, 1)))
+    assert found.params[:, :2].tolist() == [[0.8, 0.0]] * 5 + [[0.3, 0.5]]
 
 
 def test_contact_frame_is_right_handed_around_the_normal():

@@ -147,8 +147,18 @@ class RobotShapes:
         self.radii = np.array([s.radius for s in self.shapes], dtype=np.float64)
         self.poses = np.zeros((n, 4, 4))
         self.lowest = np.zeros(n)
-        self._near = np.zeros(n, dtype=np.int64)
         self._transforms = [coal.Transform3s() for _ in range(n)]
+        # what the contact of each shape with the ground says of it (ContactSet's meta and
+        # key), and ground_entries' results
+        name = self.system.name
+        self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground") for s in self.shapes]
+        self.ground_key = [(name, s.index, "ground", 0) for s in self.shapes]
+        self.materials = list(dict.fromkeys(s.material for s in self.shapes))
+        self.material_index = np.array([self.materials.index(s.material) for s in self.shapes],
+                                       dtype=np.int64)
+        self.entry_shape = np.zeros(n, dtype=np.int64)
+        self.entry_point = np.zeros((n, 3))
+        self.entry_distance = np.zeros(n)
 
     def update(self) -> None:
         """The shapes' world poses and lowest heights at the system's current state."""
@@ -159,11 +169,18 @@ class RobotShapes:
             _world_poses(views[0], views[1], self.bodies, self.placements, self.poses)
         _lowest(self.poses, self.kind, self.extent, self.lowest)
 
-    def near_ground(self, reach: float, slack: float) -> list[int]:
-        """The shapes (indices) whose bounding sphere reaches down to `reach` and whose lowest
-        point (of the last update) is within `reach` + `slack`."""
-        return self._near[:_near_ground(self.poses, self.radii, self.lowest, reach, slack,
-                                        self._near)].tolist()
+    def ground_entries(self, height: float, margin: float, reach: float, slack: float) -> \
+            tuple[int, int]:
+        """The shapes near the ground (whose bounding sphere reaches down to `reach` and whose
+        lowest point, of the last update, is within `reach` + `slack`), in order, as entries
+        entry_shape[:n], entry_point[:n], entry_distance[:n]: a sphere within `margin` of the
+        ground at `height` is its contact (see _ground_entries), a sphere farther away is no
+        entry, any other shape is an entry of distance NaN for coal to answer. Returns (n, how
+        many entries are not spheres)."""
+        n, others = _ground_entries(self.poses, self.radii, self.lowest, self.kind, reach,
+                                    slack, height, margin, self.entry_shape, self.entry_point,
+                                    self.entry_distance)
+        return int(n), int(others)
 
     def transform(self, k: int) -> coal.Transform3s:
         """Shape k's pose of the last update as a coal transform (one object per shape, set
@@ -214,15 +231,32 @@ def _lowest(poses, kind, extent, out):
 
 
 @njit(cache=True)
-def _near_ground(poses, radii, lowest, reach, slack, out):
-    """out[:count] = the shapes s with poses[s] z - radii[s] <= reach and lowest[s] <= reach +
-    slack, in order; returns count."""
-    count = 0
+def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, point,
+                    distance):
+    """The entries of RobotShapes.ground_entries; returns (entries, entries not spheres). A
+    sphere of radius r centred at (x, y, z) is at the signed distance d = (z - h) - r from the
+    ground at height h; its contact point is midway between its lowest point and the ground
+    below its centre, (x, y, ((z - r) + h) / 2), its normal +z. This is coal's contact to within
+    coal's rounding of the sphere's rotation, which cannot matter (a test compares the two)."""
+    n = 0
+    others = 0
     for s in range(radii.shape[0]):
-        if poses[s, 2, 3] - radii[s] <= reach and lowest[s] <= reach + slack:
-            out[count] = s
-            count += 1
-    return count
+        if not (poses[s, 2, 3] - radii[s] <= reach and lowest[s] <= reach + slack):
+            continue  # not near the ground
+        if kind[s] == SPHERE:
+            z, r = poses[s, 2, 3], radii[s]
+            d = (z - h) - r
+            if not d <= margin:
+                continue
+            point[n, 0], point[n, 1], point[n, 2] = poses[s, 0, 3], poses[s, 1, 3], \
+                ((z - r) + h) / 2
+            distance[n] = d
+        else:
+            distance[n] = np.nan
+            others += 1
+        shape[n] = s
+        n += 1
+    return n, others
 
 
 def transform(T: np.ndarray) -> coal.Transform3s:

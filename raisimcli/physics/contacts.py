@@ -25,8 +25,8 @@ import coal
 import numpy as np
 from numba import njit
 
-from raisimcli.physics.collision import RobotShapes, Shape, make_geometry, robot_shapes, \
-    sweep_and_prune, transform
+from raisimcli.physics.collision import SPHERE, RobotShapes, Shape, make_geometry, \
+    robot_shapes, sweep_and_prune, transform
 
 # shapes with flat faces: their contacts with a face are patches of several points
 _PATCH_KINDS = ("box", "cylinder", "mesh")
@@ -153,19 +153,23 @@ class ContactSet(Sequence):
     (n, 3); `frames` (n, 3, 3); `distance` (n,); `params` (n, 5): mu, restitution, threshold, erp,
     slop; the step's results `impulse`, `impulse_contact`, `velocity_contact` (n, 3) and `target`
     (n,). `alone`: the system when every contact is between one system's body and the static
-    world (the common case: its rows need no per-contact bookkeeping), else None."""
+    world (the common case: its rows need no per-contact bookkeeping), else None. `bodies_a`
+    (n,): each contact's body A (made from `meta` when not given)."""
 
     def __init__(self, meta: list, keys: list, points, frames, distance, params,
-                 alone: object | None = None):
+                 alone: object | None = None, bodies_a: np.ndarray | None = None):
         self.meta, self.keys = meta, keys
         self.points, self.frames, self.distance, self.params = points, frames, distance, params
         n = len(meta)
         self.impulse, self.impulse_contact = np.zeros((n, 3)), np.zeros((n, 3))
         self.velocity_contact, self.target = np.zeros((n, 3)), np.zeros(n)
-        if alone is None and n and all(m[0] is meta[0][0] and m[3] is None for m in meta):
-            alone = meta[0][0]
+        if alone is None and n:
+            first = meta[0][0]
+            if all(m[0] is first and m[3] is None for m in meta):
+                alone = first
         self.alone = alone
-        self.bodies_a = np.array([m[1] for m in meta], dtype=np.int64)
+        self.bodies_a = np.array([m[1] for m in meta], dtype=np.int64) if bodies_a is None \
+            else bodies_a
 
     @classmethod
     def empty(cls) -> "ContactSet":
@@ -346,15 +350,20 @@ class ContactWorld:
         contacts = _Found(self.erp, self.slop)
         self._request.security_margin = self.margin
         if self.ground_height is not None:
-            reach = self.ground_height + self.margin
+            h, margin = self.ground_height, self.margin
             for rs in self.robots:
-                for k in rs.near_ground(reach, _GROUND_SLACK):
-                    shape = rs.shapes[k]
-                    if shape.kind == "sphere":
-                        self._sphere_on_ground(rs.system, shape, *rs.poses[k, :3, 3].tolist(),
-                                               contacts)
-                    else:
-                        self._ground_contacts(rs.system, shape, rs.transform(k), contacts)
+                n, others = rs.ground_entries(h, margin, h + margin, _GROUND_SLACK)
+                if not others:  # spheres only (feet): their contacts as they are
+                    contacts.add_ground_spheres(rs, 0, n, self._ground_pair)
+                    continue
+                spheres = 0  # the first of the sphere entries not added yet
+                for e, k in enumerate(rs.entry_shape[:n].tolist()):
+                    if rs.kind[k] != SPHERE:  # coal's, after the spheres before it
+                        contacts.add_ground_spheres(rs, spheres, e, self._ground_pair)
+                        self._ground_contacts(rs.system, rs.shapes[k], rs.transform(k),
+                                              contacts)
+                        spheres = e + 1
+                contacts.add_ground_spheres(rs, spheres, n, self._ground_pair)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
         # with self-collision); one robot alone on the ground has none to test
         pairs_possible = len(self.robots) > 1 or bool(self.static) or \
@@ -417,18 +426,9 @@ class ContactWorld:
             contacts.add(system, shape, None, -1, "ground", p, n, d, pair,
                          (system.name, shape.index, "ground", k))
 
-    def _sphere_on_ground(self, system, shape, x: float, y: float, z: float,
-                          contacts: "_Found") -> None:
-        """The contact of a sphere centred at (x, y, z) with the ground, if within the margin:
-        the signed distance d = (z - h) - r, at the midpoint between the sphere's lowest point
-        and the ground below its centre, the normal +z (coal's answer to within its rounding of
-        the sphere's rotation, which cannot matter: a test compares the two)."""
-        r, h = shape.radius, self.ground_height
-        d = (z - h) - r
-        if d <= self.margin:
-            contacts.add(system, shape, None, -1, "ground", (x, y, ((z - r) + h) / 2), _UP, d,
-                         self.material_pair(shape.material, self.ground_material),
-                         (system.name, shape.index, "ground", 0))
+    def _ground_pair(self, material: str) -> MaterialPair:
+        """The material pair of a shape of `material` with the ground."""
+        return self.material_pair(material, self.ground_material)
 
     def _pair_contacts(self, sa, a, pa, sb, b, pb, contacts: "_Found") -> None:
         pair = self.material_pair(a.material, b.material)
@@ -444,36 +444,81 @@ _UP = (0.0, 0.0, 1.0)  # the ground's normal
 
 
 class _Found:
-    """The contacts found by one detection, gathered as lists and made a ContactSet at its end
-    (the frames of all its normals in one compiled loop)."""
+    """The contacts found by one detection, made a ContactSet at its end. Contacts come one by
+    one (coal's answers) or as a block of arrays (a robot's spheres on the ground, which need
+    no Python object per contact); the set keeps their order. The frames of normals other than
+    the ground's are made in one compiled loop."""
 
     def __init__(self, erp: float, slop: float):
         self.erp, self.slop = erp, slop
-        self.meta, self.keys, self.points, self.normals = [], [], [], []
-        self.distance, self.params = [], []
+        self.meta, self.keys = [], []
+        # per block: (points (k, 3), normals (k, 3) or None for the ground's +z, distance (k,),
+        # params (k, 5), bodies_a (k,)); contacts added one by one wait in _rows
+        self._blocks: list[tuple] = []
+        self._rows: list[tuple] = []  # (point, normal, distance, params, body_a)
 
     def add(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> None:
         self.meta.append((system, shape.body, shape.link, system_b, body_b, name_b))
         self.keys.append(key)
-        self.points.append(p)
-        self.normals.append(n)
-        self.distance.append(d)
-        self.params.append((pair.friction, pair.restitution, pair.restitution_threshold,
-                            self.erp, self.slop))
+        self._rows.append((p, n, d, (pair.friction, pair.restitution,
+                                     pair.restitution_threshold, self.erp, self.slop),
+                           shape.body))
+
+    def _end_rows(self) -> None:
+        """The contacts added one by one so far, as a block."""
+        rows = self._rows
+        if not rows:
+            return
+        k = len(rows)
+        p, n, d, params, bodies = zip(*rows)
+        normals = None if all(v is _UP for v in n) else \
+            np.array(n, dtype=np.float64).reshape(k, 3)
+        self._blocks.append((np.array(p, dtype=np.float64).reshape(k, 3), normals,
+                             np.array(d, dtype=np.float64),
+                             np.array(params, dtype=np.float64).reshape(k, 5),
+                             np.array(bodies, dtype=np.int64)))
+        self._rows = []
+
+    def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int, pair_of) -> None:
+        """The sphere entries first, ..., stop - 1 of rs.ground_entries (each a contact with the
+        ground, normal +z), as one block; `pair_of(material)`: a material's pair with the
+        ground."""
+        if stop <= first:
+            return
+        self._end_rows()
+        entries = rs.entry_shape[first:stop]
+        shapes = entries.tolist()
+        self.meta.extend([rs.ground_meta[k] for k in shapes])
+        self.keys.extend([rs.ground_key[k] for k in shapes])
+        table = np.empty((len(rs.materials), 5))  # the params of each of the robot's materials
+        for m, material in enumerate(rs.materials):
+            pair = pair_of(material)
+            table[m] = (pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
+                        self.slop)
+        self._blocks.append((rs.entry_point[first:stop].copy(), None,
+                             rs.entry_distance[first:stop].copy(),
+                             table[rs.material_index[entries]], rs.bodies[entries]))
 
     def contact_set(self) -> ContactSet:
+        self._end_rows()
         if not self.meta:
             return EMPTY_CONTACTS
-        n = len(self.meta)
-        frames = np.empty((n, 3, 3))
-        if all(v is _UP for v in self.normals):  # spheres on the ground: one frame
+        blocks = self._blocks
+        if len(blocks) == 1:
+            points, normals, distance, params, bodies = blocks[0]
+        else:
+            points, distance, params, bodies = (np.concatenate([b[i] for b in blocks])
+                                                for i in (0, 2, 3, 4))
+            normals = None if all(b[1] is None for b in blocks) else \
+                np.concatenate([np.tile(_UP, (len(b[2]), 1)) if b[1] is None else b[1]
+                                for b in blocks])
+        frames = np.empty((len(self.meta), 3, 3))
+        if normals is None:  # spheres on the ground: one frame
             frames[:] = _UP_FRAME
         else:
-            _unit_frames(np.array(self.normals, dtype=np.float64).reshape(n, 3), frames)
-        return ContactSet(self.meta, self.keys,
-                          np.array(self.points, dtype=np.float64).reshape(n, 3), frames,
-                          np.array(self.distance, dtype=np.float64),
-                          np.array(self.params, dtype=np.float64).reshape(n, 5))
+            _unit_frames(normals, frames)
+        return ContactSet(self.meta, self.keys, points, frames, distance, params,
+                          bodies_a=bodies)
 
 
 _UP_FRAME = contact_frame(np.array(_UP))
