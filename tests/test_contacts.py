@@ -564,6 +564,31 @@ def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_material
     assert found.params[:, :2].tolist() == [[0.8, 0.0]] * 5 + [[0.3, 0.5]]
 
 
+def test_sweep_and_prune_finds_the_overlapping_pairs_of_other_groups():
+    # the compiled sweep against every pair tested directly, with shapes of three robots (one
+    # with self-collision) and static shapes
+    from raisimcli.physics.collision import sweep_and_prune
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        n = int(rng.integers(0, 40))
+        centers, radii = rng.uniform(-1, 1, (n, 3)), rng.uniform(0.01, 0.3, n)
+        group = rng.integers(-1, 3, n)
+        self_pairs = np.array([False, True, False, False])  # robot 1 self-collides
+        margin = 0.005
+        expected = set()
+        for i in range(n):
+            for j in range(i + 1, n):
+                reach = radii[i] + radii[j] + 2 * margin
+                if np.all(np.abs(centers[i] - centers[j]) <= reach) and not (
+                        group[i] == group[j] and (group[i] < 0 or not self_pairs[group[i]])):
+                    expected.add((i, j))
+        found = sweep_and_prune(centers, radii, margin, group, self_pairs).tolist()
+        assert len(found) == len(expected) and set(map(tuple, found)) == expected
+        every = {(i, j) for i in range(n) for j in range(i + 1, n)
+                 if np.all(np.abs(centers[i] - centers[j]) <= radii[i] + radii[j] + 2 * margin)}
+        assert set(map(tuple, sweep_and_prune(centers, radii, margin).tolist())) == every
+
+
 def test_contact_frame_is_right_handed_around_the_normal():
     from raisimcli.physics.contacts import contact_frame
     rng = np.random.default_rng(5)

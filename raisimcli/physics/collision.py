@@ -274,26 +274,55 @@ def shape_poses(system, shapes: list[Shape]) -> list[np.ndarray]:
     return out
 
 
-def sweep_and_prune(centers: np.ndarray, radii: np.ndarray, margin: float) -> list[tuple[int, int]]:
-    """Pairs (i, j), i < j, whose bounding boxes (spheres grown by `margin`) overlap: sorted along
-    x, each box is tested only against those whose x-interval it meets, then on y and z."""
+def sweep_and_prune(centers: np.ndarray, radii: np.ndarray, margin: float,
+                    group: np.ndarray | None = None,
+                    self_pairs: np.ndarray | None = None) -> np.ndarray:
+    """Pairs (i, j), i < j, (m, 2), whose bounding boxes (spheres grown by `margin`) overlap:
+    sorted along x, each box is tested only against those whose x-interval it meets, then on y
+    and z, in one compiled loop. With `group` (n,): a pair of the same group g is left out
+    unless g >= 0 and self_pairs[g] (shapes of one robot: only with its self-collision; group
+    -1: static shapes, never against each other)."""
     n = len(radii)
+    if group is None:
+        group, self_pairs = np.zeros(n, dtype=np.int64), np.ones(1, dtype=np.bool_)
     if n < 2:
-        return []
+        return np.zeros((0, 2), dtype=np.int64)
     lo = centers - (radii + margin)[:, None]
     hi = centers + (radii + margin)[:, None]
     order = np.argsort(lo[:, 0], kind="stable")
-    pairs = []
-    active: list[int] = []
-    for i in order.tolist():
+    out = np.empty((n * (n - 1) // 2, 2), dtype=np.int64)
+    m = _sweep(lo, hi, order, group, self_pairs, np.empty(n, dtype=np.int64), out)
+    return out[:m]
+
+
+@njit(cache=True)
+def _sweep(lo, hi, order, group, self_pairs, active, out):
+    """sweep_and_prune's loop over the boxes [lo, hi] in the order `order`; `active`: scratch.
+    Returns the number of pairs written to out."""
+    n_active = 0
+    count = 0
+    for t in range(order.shape[0]):
+        i = order[t]
         x = lo[i, 0]
-        active = [j for j in active if hi[j, 0] >= x]
-        for j in active:
+        kept = 0  # the active boxes whose x-interval reaches x, in their order
+        for a in range(n_active):
+            j = active[a]
+            if hi[j, 0] >= x:
+                active[kept] = j
+                kept += 1
+        n_active = kept
+        for a in range(n_active):
+            j = active[a]
             if lo[i, 1] <= hi[j, 1] and lo[j, 1] <= hi[i, 1] and \
                     lo[i, 2] <= hi[j, 2] and lo[j, 2] <= hi[i, 2]:
-                pairs.append((min(i, j), max(i, j)))
-        active.append(i)
-    return pairs
+                g = group[i]
+                if g == group[j] and (g < 0 or not self_pairs[g]):
+                    continue
+                out[count, 0], out[count, 1] = min(i, j), max(i, j)
+                count += 1
+        active[n_active] = i
+        n_active += 1
+    return count
 
 
 def rpy_pose(position, rpy) -> np.ndarray:

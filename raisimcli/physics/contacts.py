@@ -301,6 +301,7 @@ class ContactWorld:
         self._request.num_max_contacts = 8
         self._patch_request = coal.ContactPatchRequest()
         self._result = coal.CollisionResult()  # one result, cleared before each query
+        self._broad = None  # see _broad_phase_entries
 
     # --- set-up ---------------------------------------------------------------------------------
     def set_ground(self, height: float = 0.0, material: str = "default") -> None:
@@ -370,29 +371,44 @@ class ContactWorld:
             any(r.self_collision for r in self.robots)
         if not pairs_possible:
             return contacts.contact_set()
-        entries = []  # (system or None, shape, world pose)
-        for rs in self.robots:
-            for shape, pose in zip(rs.shapes, rs.poses):
-                entries.append((rs.system, shape, pose))
-        for _, shape in self.static:
-            entries.append((None, shape, shape.placement))
-        if len(entries) > 1:
-            centers = np.array([e[2][:3, 3] for e in entries])
-            radii = np.array([e[1].radius for e in entries])
-            for i, j in sweep_and_prune(centers, radii, self.margin):
-                (sa, a, pa), (sb, b, pb) = entries[i], entries[j]
-                if sa is None:  # static never first
-                    (sa, a, pa), (sb, b, pb) = (sb, b, pb), (sa, a, pa)
-                if sa is None:
-                    continue  # static against static
-                if sb is sa:
-                    cfg = next(r for r in self.robots if r.system is sa)
-                    if not cfg.self_collision or a.body == b.body or \
-                            frozenset((a.body, b.body)) in cfg.excluded or \
-                            frozenset((a.link, b.link)) in cfg.excluded:
-                        continue
-                self._pair_contacts(sa, a, pa, sb, b, pb, contacts)
+        owners, group, self_pairs = self._broad_phase_entries()
+        centers = np.concatenate([rs.poses[:, :3, 3] for rs in self.robots] +
+                                 [self._static_centers])
+        radii = np.concatenate([rs.radii for rs in self.robots] + [self._static_radii])
+        for i, j in sweep_and_prune(centers, radii, self.margin, group, self_pairs).tolist():
+            (ra, a, ka), (rb, b, kb) = owners[i], owners[j]
+            if ra is None:  # static never first (two static shapes are no pair)
+                (ra, a, ka), (rb, b, kb) = (rb, b, kb), (ra, a, ka)
+            pa = ra.poses[ka]
+            pb = rb.poses[kb] if rb is not None else b.placement
+            if rb is ra and (a.body == b.body or frozenset((a.body, b.body)) in ra.excluded or
+                             frozenset((a.link, b.link)) in ra.excluded):
+                continue  # self-collision (the only same-robot pairs): not these bodies
+            self._pair_contacts(ra.system, a, pa, rb.system if rb is not None else None, b,
+                                pb, contacts)
         return contacts.contact_set()
+
+    def _broad_phase_entries(self) -> tuple[list, np.ndarray, np.ndarray]:
+        """(owners, group, self_pairs) of the broad phase's entries, every robot's shapes then
+        the static ones: owners[e] = (RobotShapes or None, shape, its index in the robot's
+        shapes), group[e] the robot's index (-1: static), self_pairs[r] robot r's
+        self-collision. Made again when the robots or the static shapes change (it holds the
+        RobotShapes, so their ids in its key stay theirs)."""
+        key = (tuple((id(rs), rs.self_collision, len(rs.shapes)) for rs in self.robots),
+               len(self.static))
+        if self._broad is None or self._broad[0] != key:
+            owners = [(rs, shape, k) for rs in self.robots for k, shape in enumerate(rs.shapes)] \
+                + [(None, shape, -1) for _, shape in self.static]
+            group = np.array([r for r, rs in enumerate(self.robots) for _ in rs.shapes] +
+                             [-1] * len(self.static), dtype=np.int64)
+            self_pairs = np.array([rs.self_collision for rs in self.robots] + [False],
+                                  dtype=np.bool_)
+            self._static_centers = np.array([shape.placement[:3, 3] for _, shape in self.static],
+                                            dtype=np.float64).reshape(-1, 3)
+            self._static_radii = np.array([shape.radius for _, shape in self.static],
+                                          dtype=np.float64)
+            self._broad = (key, owners, group, self_pairs)
+        return self._broad[1:]
 
     def _collide(self, ga, Ta, gb, Tb, patches: bool):
         res = self._result
