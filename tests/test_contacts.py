@@ -223,6 +223,41 @@ def test_robots_that_do_not_touch_are_independent_islands():
     assert len(together.contacts) == sum(len(w.contacts) for w, _ in alone) > 0
 
 
+def test_two_quadrupeds_apart_step_as_each_alone_joint_rows_included():
+    """Robots of the same URDF have joints of the same names: the warm start of one robot's
+    joint rows (friction, limits) must be its own impulses, never the other robot's, so that
+    each of two quadrupeds apart steps exactly as it does alone."""
+    def quadruped(w, name, x, legs):
+        s = w.add_articulated_system(robot("quadruped.urdf"), name=name)
+        q = s.get_generalized_coordinate()
+        q[0], q[2], q[7:] = x, 0.6, legs
+        s.set_state(q, np.zeros(18))
+        s.set_pd_gains(np.full(18, 300.0), np.full(18, 10.0))
+        s.set_pd_target(q, np.zeros(18))
+        return s
+
+    legs = (np.array([0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2),
+            np.array([0.1, 0.8, -1.5] * 2 + [-0.1, -0.4, 1.0] * 2))
+    together = World(0.001)
+    together.add_ground()
+    pair = [quadruped(together, f"q{k}", 2.0 * k, legs[k]) for k in range(2)]
+    alone = []
+    for k in range(2):
+        w = World(0.001)
+        w.add_ground()
+        alone.append((w, quadruped(w, f"q{k}", 2.0 * k, legs[k])))
+    for _ in range(400):  # the fall, the landing, standing
+        together.integrate()
+        for w, _ in alone:
+            w.integrate()
+        for s, (_, ref) in zip(pair, alone):
+            assert s.q.tobytes() == ref.q.tobytes() and s.u.tobytes() == ref.u.tobytes()
+        touching = [len(w.contacts) for w, _ in alone]
+        assert len(together.contacts) == sum(touching)
+    assert all(touching)  # both landed (and their joint rows acted all along)
+    assert all(ref.joint_rows.rows(ref.q, ref.u, 0.001).m for _, ref in alone)
+
+
 def test_quadruped_stands_under_pd():
     w = World(0.001)
     w.add_ground(0.0)

@@ -368,21 +368,21 @@ def test_joint_rows_follow_each_joints_state_step_after_step():
             j = r.model.joint(name)
             qj, uj = q[j.q_slice][0], u[j.u_slice][0]
             if qj < j.lower:
-                expected.append((("position_limit", name), 0.0, 0.0, np.inf, j.u_slice.start))
+                expected.append(((r.name, "position_limit", name), 0.0, 0.0, np.inf, j.u_slice.start))
             elif qj > j.upper:
-                expected.append((("position_limit", name), 0.0, -np.inf, 0.0, j.u_slice.start))
+                expected.append(((r.name, "position_limit", name), 0.0, -np.inf, 0.0, j.u_slice.start))
         for name in table.names:
             j = r.model.joint(name)
             qj, uj = q[j.q_slice][0], u[j.u_slice][0]
             if j.lower <= qj <= j.upper and abs(uj) > j.velocity:
                 up = uj > 0
-                expected.append((("velocity_limit", name), j.velocity if up else -j.velocity,
+                expected.append(((r.name, "velocity_limit", name), j.velocity if up else -j.velocity,
                                  -np.inf if up else 0.0, 0.0 if up else np.inf, j.u_slice.start))
         for name in table.names:
             j = r.model.joint(name)
             # the URDF's joint friction and its actuator's output friction
             bound = (j.friction + r.transmission.output_friction[j.u_slice.start]) * dt
-            expected.append((("friction", name), 0.0, -bound, bound, j.u_slice.start))
+            expected.append(((r.name, "friction", name), 0.0, -bound, bound, j.u_slice.start))
         rows = table.rows(q, u, dt)
         assert rows.key == [e[0] for e in expected]
         assert np.array_equal(rows.target, [e[1] for e in expected])

@@ -136,7 +136,7 @@ class ArticulatedSystem:
                                       for j in model.moving_joints if j.stiffness > 0]
         self._loads: list[_PointLoad] = []
         self.scheme = "SEMI_IMPLICIT"
-        self.joint_rows = JointRowTable(model, self.transmission.output_friction)
+        self.joint_rows = JointRowTable(model, self.transmission.output_friction, self.name)
         self.solver_max_iterations = DEFAULT_MAX_ITERATIONS
         self.solver_tolerance = DEFAULT_TOLERANCE
         self.had_contact = False  # set by the contact solver; spec step 6 replacement rule

@@ -104,20 +104,22 @@ def _impulses_by_source(J, lam, order, starts, col0, out, nonzero):
 
 
 def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
-                     warm_start: Mapping | None = None) -> Mapping:
+                     warm_start: Mapping | None = None) -> WarmStart:
     """Steps 7-12 for a world: every island solved on its own (see islands), its contacts'
     results written into `contacts`. Returns the impulses by row key of all of them, for the
     next step's warm start."""
     groups = islands(systems, contacts)
     if len(groups) == 1:
         return integrate2_systems(groups[0][0], dt, contacts, warm_start)
-    out: dict = {}
+    keys, impulses = [], []  # every island's rows (their keys name their systems)
     for group, indices in groups:
         part = contacts.take(indices) if indices else EMPTY_CONTACTS
-        out.update(integrate2_systems(group, dt, part, warm_start))
+        solved = integrate2_systems(group, dt, part, warm_start)
+        keys += solved.keys_list
+        impulses.append(solved.impulses)
         if indices:
             contacts.put_results(indices, part)
-    return out
+    return WarmStart(keys, np.concatenate(impulses))
 
 
 def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
@@ -135,11 +137,10 @@ def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS
         r = st.joint_rows
         if r.m and len(systems) == 1:
             parts.append(r)  # one system: its columns are all the columns
-        elif r.m:  # the keys name the system: two robots may have joints of the same name
+        elif r.m:  # (the keys name the system)
             J = np.zeros((r.m, N))
             J[:, offsets[k]:offsets[k + 1]] = r.J
-            parts.append(Rows(J, r.target, r.lo, r.hi, r.source,
-                              [(s.name,) + tuple(key) for key in r.key], r.block_start,
+            parts.append(Rows(J, r.target, r.lo, r.hi, r.source, r.key, r.block_start,
                               r.block_kind, r.block_mu))
     joint = Rows.stack(parts) if parts else None
     alone = len(systems) == 1  # then u and u* are the system's own (the solver reads them)
