@@ -873,3 +873,57 @@ def test_an_octagonal_prism_rests_on_four_of_its_eight_corners(tmp_path):
     assert sum(c.impulse[2] for c in w.contacts) / w.dt == pytest.approx(G, rel=1e-6)
     assert r.q[2] == pytest.approx(0.02, abs=1e-5)
     assert np.abs(r.u).max() < 1e-6
+
+
+@pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "arm_friction"])
+def test_a_robot_alone_in_one_call_is_the_general_path(case, monkeypatch):
+    # a robot touching only the static world solves its impulse problem in one compiled call
+    # (step/alone.py); the general path of several systems gives the same bits, step by step:
+    # state, torque table, contacts, sweeps (the fall, the impacts, standing; a restored state's
+    # warm start by key included)
+    import raisimcli.physics.step.world_step as world_step
+
+    def make():
+        w = World(0.001)
+        if case == "arm_friction":
+            r = w.add_articulated_system(robot("arm7.urdf"))
+            q = r.get_generalized_coordinate()
+            q[:] = np.linspace(-0.4, 0.4, r.nq)
+        else:
+            w.add_ground()
+            r = w.add_articulated_system(robot("quadruped.urdf"))
+            q = r.get_generalized_coordinate()
+            q[2], q[7:] = 0.6, [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
+            r.set_compute_inverse_dynamics(case == "drop_with_inverse_dynamics")
+        r.set_state(q, np.zeros(r.nv))
+        r.set_pd_gains(np.full(r.nv, 300.0), np.full(r.nv, 10.0))
+        r.set_pd_target(q, np.zeros(r.nv))
+        return w, r
+
+    fast, general = make(), make()
+    alone_calls = []
+    real = world_step.integrate2_alone
+    monkeypatch.setattr(world_step, "integrate2_alone",
+                        lambda *a: alone_calls.append(1) or real(*a))
+    for step in range(400):
+        fast[0].integrate()
+        with monkeypatch.context() as m:
+            m.setattr(world_step, "can_go_alone", lambda *a: False)
+            general[0].integrate()
+        (wa, a), (wb, b) = fast, general
+        assert a.q.tobytes() == b.q.tobytes() and a.u.tobytes() == b.u.tobytes()
+        assert a.solver_iterations == b.solver_iterations
+        for source in a.torque:
+            assert a.torque[source].tobytes() == b.torque[source].tobytes(), source
+        assert len(wa.contacts) == len(wb.contacts)
+        if len(wa.contacts):
+            assert wa.contacts.impulse.tobytes() == wb.contacts.impulse.tobytes()
+            assert wa.contacts.velocity_contact.tobytes() == wb.contacts.velocity_contact.tobytes()
+        if a.compute_inverse_dynamics:
+            assert a.joint_wrenches.force.tobytes() == b.joint_wrenches.force.tobytes()
+        if step == 200:  # the warm start as a dict of impulses by key
+            for w in (wa, wb):
+                w.set_state(w.get_state())
+    assert len(alone_calls) == 400  # the fast world took the one-call path every step
+    if case != "arm_friction":
+        assert len(fast[0].contacts) == 4

@@ -181,21 +181,33 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
                   np.empty((12, system.nv)), J)
     _targets(J, m0, np.ascontiguousarray(u_now, dtype=np.float64), contacts.distance,
              contacts.params, dt, np.empty(nc), target)
-    keys = [(key, i) for key in contacts.keys for i in (0, 1, 2)]
+    keys = contact_keys(contacts)
     source = ["contacts"] * (3 * nc)
     groups = None
     if m0:
         source, keys = before.source + source, before.key + keys
-        sources, order, starts = before.source_groups()  # kept with the joint rows
-        if "contacts" not in sources:  # the contacts' rows: one more group, the last rows
-            all_order, all_starts = np.empty(m, dtype=np.int64), np.empty(len(starts) + 1,
-                                                                          dtype=np.int64)
-            all_order[:m0], all_order[m0:] = order, np.arange(m0, m)
-            all_starts[:-1], all_starts[-1] = starts, m
-            groups = (sources + ["contacts"], all_order, all_starts)
+        groups = groups_with_contacts(before, nc)
     rows = Rows(J, target, lo, hi, source, keys, start, kind, mu)
     rows._groups = groups
     return rows
+
+
+def contact_keys(contacts) -> list:
+    """The keys of the contacts' rows (three a contact: t1, t2, n), for the warm start."""
+    return [(key, i) for key in contacts.keys for i in (0, 1, 2)]
+
+
+def groups_with_contacts(before: Rows, nc: int) -> tuple[list, np.ndarray, np.ndarray]:
+    """Rows.source_groups of the rows `before` followed by the rows of nc contacts (one more
+    group, "contacts", the last 3 nc rows)."""
+    sources, order, starts = before.source_groups()  # kept with the joint rows
+    if not nc:
+        return sources, order, starts
+    m0, m = before.m, before.m + 3 * nc
+    all_order, all_starts = np.empty(m, dtype=np.int64), np.empty(len(starts) + 1, dtype=np.int64)
+    all_order[:m0], all_order[m0:] = order, np.arange(m0, m)
+    all_starts[:-1], all_starts[-1] = starts, m
+    return sources + ["contacts"], all_order, all_starts
 
 
 @njit(cache=True)

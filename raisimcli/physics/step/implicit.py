@@ -27,6 +27,11 @@ class Factorized:
                                  f"definite at {dof}: it moves no mass (give it damping, PD "
                                  "gains, a spring or rotor_inertia) or the state is not finite")
 
+    @property
+    def lower(self) -> np.ndarray:
+        """L of M~ = L L^T (nv, nv), for compiled solves (read it, never write it)."""
+        return self._c.L
+
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """M~^-1 rhs, for a (nv,) vector or an (nv, k) matrix."""
         return self._c.solve(rhs)

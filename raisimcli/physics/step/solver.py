@@ -19,6 +19,7 @@ a tree, M_c^-1 J^T when loop and mimic constraints are eliminated before the sol
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,41 @@ from raisimcli.physics.step.contact_solver import SCALAR, block_gauss_seidel
 
 DEFAULT_MAX_ITERATIONS = 200
 DEFAULT_TOLERANCE = 1e-12  # m/s or rad/s of row velocity
+
+
+class WarmStart(Mapping):
+    """The impulses of a step by row key, for the next step's warm start: the rows' keys in row
+    order and their impulses, read as a dict (made on the first read by key: World.get_state, or
+    a step whose rows differ). A step whose rows have the same keys in the same order takes the
+    impulses as they are, without a lookup per key."""
+
+    def __init__(self, keys: list, impulses: np.ndarray):
+        self.keys_list, self.impulses = keys, impulses
+        self._dict: dict | None = None
+
+    def _by_key(self) -> dict:
+        if self._dict is None:
+            self._dict = dict(zip(self.keys_list, self.impulses.tolist()))
+        return self._dict
+
+    def __getitem__(self, key):
+        return self._by_key()[key]
+
+    def __iter__(self):
+        return iter(self._by_key())
+
+    def __len__(self) -> int:
+        return len(self._by_key())
+
+    def __bool__(self) -> bool:
+        return bool(self.keys_list)
+
+    def start(self, keys: list) -> np.ndarray:
+        """The warm start of rows with these keys (0 for a key not in the last step)."""
+        if keys == self.keys_list:
+            return self.impulses.copy()
+        get = self._by_key().get
+        return np.array([get(key, 0.0) for key in keys], dtype=np.float64)
 
 
 @dataclass
@@ -158,6 +194,23 @@ def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterat
     for i in range(N):
         u_next[i] = u_star[i] + u_next[i]
     return sweeps, residual
+
+
+@njit(cache=True)
+def _impulses_by_source(J, lam, order, starts, col0, out, nonzero):
+    """out[s] = J[rows of s]^T lam[rows of s] over the columns col0, col0 + 1, ... (as many as
+    out has), the rows of source s being order[starts[s]:starts[s + 1]], summed in that order;
+    nonzero[s] = 1 if any entry of out[s] is not 0, else 0."""
+    for src in range(out.shape[0]):
+        nonzero[src] = 0
+        for c in range(out.shape[1]):
+            acc = 0.0
+            for p in range(starts[src], starts[src + 1]):
+                i = order[p]
+                acc += J[i, col0 + c] * lam[i]
+            out[src, c] = acc
+            if acc != 0.0:
+                nonzero[src] = 1
 
 
 def solve_impulses(rows: Rows, u_star: np.ndarray, response: np.ndarray,

@@ -13,46 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from numba import njit
 
 from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
+from raisimcli.physics.step.alone import can_go_alone, integrate2_alone
 from raisimcli.physics.step.contact_rows import contact_rows, report_contact_impulses
-from raisimcli.physics.step.solver import Rows, solve_impulses
-
-
-class WarmStart(Mapping):
-    """The impulses of a step by row key, for the next step's warm start: the rows' keys in row
-    order and their impulses, read as a dict (made on the first read by key: World.get_state, or
-    a step whose rows differ). A step whose rows have the same keys in the same order takes the
-    impulses as they are, without a lookup per key."""
-
-    def __init__(self, keys: list, impulses: np.ndarray):
-        self.keys_list, self.impulses = keys, impulses
-        self._dict: dict | None = None
-
-    def _by_key(self) -> dict:
-        if self._dict is None:
-            self._dict = dict(zip(self.keys_list, self.impulses.tolist()))
-        return self._dict
-
-    def __getitem__(self, key):
-        return self._by_key()[key]
-
-    def __iter__(self):
-        return iter(self._by_key())
-
-    def __len__(self) -> int:
-        return len(self._by_key())
-
-    def __bool__(self) -> bool:
-        return bool(self.keys_list)
-
-    def start(self, keys: list) -> np.ndarray:
-        """The warm start of rows with these keys (0 for a key not in the last step)."""
-        if keys == self.keys_list:
-            return self.impulses.copy()
-        get = self._by_key().get
-        return np.array([get(key, 0.0) for key in keys], dtype=np.float64)
+from raisimcli.physics.step.solver import Rows, WarmStart, _impulses_by_source, solve_impulses
 
 
 def islands(systems, contacts) -> list[tuple[list, list | None]]:
@@ -86,23 +51,6 @@ def islands(systems, contacts) -> list[tuple[list, list | None]]:
     return list(groups.values())
 
 
-@njit(cache=True)
-def _impulses_by_source(J, lam, order, starts, col0, out, nonzero):
-    """out[s] = J[rows of s]^T lam[rows of s] over the columns col0, col0 + 1, ... (as many as
-    out has), the rows of source s being order[starts[s]:starts[s + 1]], summed in that order;
-    nonzero[s] = 1 if any entry of out[s] is not 0, else 0."""
-    for src in range(out.shape[0]):
-        nonzero[src] = 0
-        for c in range(out.shape[1]):
-            acc = 0.0
-            for p in range(starts[src], starts[src + 1]):
-                i = order[p]
-                acc += J[i, col0 + c] * lam[i]
-            out[src, c] = acc
-            if acc != 0.0:
-                nonzero[src] = 1
-
-
 def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
                      warm_start: Mapping | None = None) -> WarmStart:
     """Steps 7-12 for a world: every island solved on its own (see islands), its contacts'
@@ -127,6 +75,8 @@ def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS
     """Steps 7-12 for `systems` with `contacts` (a ContactSet, see raisimcli.physics.contacts),
     whose results it fills. Returns the impulses by row key, for the next step's warm start."""
     stages = [s.prepare_step(dt) for s in systems]
+    if can_go_alone(systems, stages, contacts):  # the common case, in one compiled call
+        return WarmStart(*integrate2_alone(systems[0], stages[0], dt, contacts, warm_start))
     offsets = [0]
     for s in systems:
         offsets.append(offsets[-1] + s.nv)
