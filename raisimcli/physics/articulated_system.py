@@ -648,9 +648,9 @@ class ArticulatedSystem:
         return bool(self.constraints)
 
     def integrate1(self, dt: float) -> None:
-        """Integration Steps 1-6: w, kinematics, M, h (and, with contacts, collision detection and
-        contact Jacobians). Quantities read after it are those of the step's start."""
-        self._implicit_diagonal(dt)
+        """Integration Steps 1-6: kinematics, M, h (and, with contacts, collision detection and
+        contact Jacobians). Quantities read after it are those of the step's start; w, which
+        depends on the gains that a controller may set before integrate2, is made there."""
         self.get_mass_matrix()  # kinematics (collision bodies, Jacobians) are computed on use
         self.get_nonlinearities()
         self._stage = (dt, self._state_version)
