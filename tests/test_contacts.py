@@ -597,6 +597,13 @@ def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_material
         [(0.9, -0.1, 0.0), (0.9, 0.1, 0.0), (1.1, -0.1, 0.0), (1.1, 0.1, 0.0)]
     assert np.array_equal(found.frames[:, :, 2], np.tile([0.0, 0.0, 1.0], (6, 1)))
     assert found.params[:, :2].tolist() == [[0.8, 0.0]] * 5 + [[0.3, 0.5]]
+    # the spheres' params follow changes of the pairs, the default pair, erp and slop
+    cw.set_material_pair("rubber", "default", 0.6, 0.1)
+    cw.erp, cw.slop = 0.5, 2e-5
+    from raisimcli.physics.contacts import MaterialPair
+    cw.default_pair = MaterialPair(0.7)
+    found = cw.detect()
+    assert found.params[[0, 5]].tolist() == [[0.7, 0.0, 0.01, 0.5, 2e-5], [0.6, 0.1, 0.01, 0.5, 2e-5]]
 
 
 def test_sweep_and_prune_finds_the_overlapping_pairs_of_other_groups():

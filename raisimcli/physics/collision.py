@@ -156,6 +156,7 @@ class RobotShapes:
         self.materials = list(dict.fromkeys(s.material for s in self.shapes))
         self.material_index = np.array([self.materials.index(s.material) for s in self.shapes],
                                        dtype=np.int64)
+        self.ground_params = None  # (key, table) of ContactWorld._ground_params
         self.entry_shape = np.zeros(n, dtype=np.int64)
         self.entry_point = np.zeros((n, 3))
         self.entry_distance = np.zeros(n)

@@ -302,6 +302,7 @@ class ContactWorld:
         self._patch_request = coal.ContactPatchRequest()
         self._result = coal.CollisionResult()  # one result, cleared before each query
         self._broad = None  # see _broad_phase_entries
+        self._pairs_version = 0  # set_material_pair's changes, for _ground_params
 
     # --- set-up ---------------------------------------------------------------------------------
     def set_ground(self, height: float = 0.0, material: str = "default") -> None:
@@ -318,6 +319,7 @@ class ContactWorld:
     def set_material_pair(self, a: str, b: str, friction: float, restitution: float = 0.0,
                           threshold: float = DEFAULT_RESTITUTION_THRESHOLD) -> None:
         self.pairs[frozenset((a, b))] = MaterialPair(friction, restitution, threshold)
+        self._pairs_version += 1
 
     def material_pair(self, a: str, b: str) -> MaterialPair:
         return self.pairs.get(frozenset((a, b)), self.default_pair)
@@ -354,17 +356,20 @@ class ContactWorld:
             h, margin = self.ground_height, self.margin
             for rs in self.robots:
                 n, others = rs.ground_entries(h, margin, h + margin, _GROUND_SLACK)
+                if not n:
+                    continue
+                params = self._ground_params(rs)
                 if not others:  # spheres only (feet): their contacts as they are
-                    contacts.add_ground_spheres(rs, 0, n, self._ground_pair)
+                    contacts.add_ground_spheres(rs, 0, n, params)
                     continue
                 spheres = 0  # the first of the sphere entries not added yet
                 for e, k in enumerate(rs.entry_shape[:n].tolist()):
                     if rs.kind[k] != SPHERE:  # coal's, after the spheres before it
-                        contacts.add_ground_spheres(rs, spheres, e, self._ground_pair)
+                        contacts.add_ground_spheres(rs, spheres, e, params)
                         self._ground_contacts(rs.system, rs.shapes[k], rs.transform(k),
                                               contacts)
                         spheres = e + 1
-                contacts.add_ground_spheres(rs, spheres, n, self._ground_pair)
+                contacts.add_ground_spheres(rs, spheres, n, params)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
         # with self-collision); one robot alone on the ground has none to test
         pairs_possible = len(self.robots) > 1 or bool(self.static) or \
@@ -442,9 +447,19 @@ class ContactWorld:
             contacts.add(system, shape, None, -1, "ground", p, n, d, pair,
                          (system.name, shape.index, "ground", k))
 
-    def _ground_pair(self, material: str) -> MaterialPair:
-        """The material pair of a shape of `material` with the ground."""
-        return self.material_pair(material, self.ground_material)
+    def _ground_params(self, rs: RobotShapes) -> np.ndarray:
+        """(len(rs.materials), 5): the contact params (friction, restitution, threshold, erp,
+        slop) of each of the robot's materials with the ground, kept until one of them changes."""
+        key = (self.ground_material, self.default_pair, self._pairs_version, self.erp,
+               self.slop)
+        if rs.ground_params is None or rs.ground_params[0] != key:
+            table = np.empty((len(rs.materials), 5))
+            for m, material in enumerate(rs.materials):
+                pair = self.material_pair(material, self.ground_material)
+                table[m] = (pair.friction, pair.restitution, pair.restitution_threshold,
+                            self.erp, self.slop)
+            rs.ground_params = (key, table)
+        return rs.ground_params[1]
 
     def _pair_contacts(self, sa, a, pa, sb, b, pb, contacts: "_Found") -> None:
         pair = self.material_pair(a.material, b.material)
@@ -495,10 +510,11 @@ class _Found:
                              np.array(bodies, dtype=np.int64)))
         self._rows = []
 
-    def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int, pair_of) -> None:
+    def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int,
+                           params: np.ndarray) -> None:
         """The sphere entries first, ..., stop - 1 of rs.ground_entries (each a contact with the
-        ground, normal +z), as one block; `pair_of(material)`: a material's pair with the
-        ground."""
+        ground, normal +z), as one block; `params`: the contact params of each of the robot's
+        materials with the ground (ContactWorld._ground_params)."""
         if stop <= first:
             return
         self._end_rows()
@@ -506,14 +522,9 @@ class _Found:
         shapes = entries.tolist()
         self.meta.extend([rs.ground_meta[k] for k in shapes])
         self.keys.extend([rs.ground_key[k] for k in shapes])
-        table = np.empty((len(rs.materials), 5))  # the params of each of the robot's materials
-        for m, material in enumerate(rs.materials):
-            pair = pair_of(material)
-            table[m] = (pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
-                        self.slop)
         self._blocks.append((rs.entry_point[first:stop].copy(), None,
                              rs.entry_distance[first:stop].copy(),
-                             table[rs.material_index[entries]], rs.bodies[entries]))
+                             params[rs.material_index[entries]], rs.bodies[entries]))
 
     def contact_set(self) -> ContactSet:
         self._end_rows()

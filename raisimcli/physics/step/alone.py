@@ -11,6 +11,8 @@ A robot with loop or mimic constraints, or in contact with another robot, takes 
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit
 
@@ -61,6 +63,31 @@ def _no_contacts(nv: int) -> tuple:
     return _NO_CONTACTS[nv]
 
 
+_WORKSPACES = threading.local()  # per thread: sizes -> the arrays of _workspace
+
+
+def _workspace(m: int, nv: int, nb: int, nc: int, ns: int) -> tuple:
+    """The arrays _impulse_problem writes and reads within the call (its scratch and its rows),
+    for m rows over nv columns, nb joint-row blocks, nc contacts and ns sources: made once per
+    size and thread, and reused (the call writes each before it reads it; only `nonzero` is
+    read after it, before the thread's next step)."""
+    cache = getattr(_WORKSPACES, "by_size", None)
+    if cache is None:
+        cache = _WORKSPACES.by_size = {}
+    key = (m, nv, nb, nc, ns)
+    ws = cache.get(key)
+    if ws is None:
+        if len(cache) >= 256:
+            cache.clear()
+        ws = cache[key] = (
+            np.ones(nc), np.empty((12, nv)), np.empty(nc), np.empty((m, nv)), np.empty(m),
+            np.empty(m), np.empty(m), np.empty(nc, dtype=np.int64),
+            np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc, dtype=np.int64),
+            np.empty(nb + nc), np.empty((nv, m)), np.empty((m, m)), np.empty(m),
+            np.empty((5, 3)), np.empty(ns, dtype=np.int64))
+    return ws
+
+
 def can_go_alone(systems, stages, contacts) -> bool:
     """Whether integrate2_alone applies: one system, without constraints, whose contacts (if
     any) are all with the static world, and with at least one row."""
@@ -97,20 +124,16 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     else:
         J_world, origins, supports, bu, R, bodies, points, frames, distance, params, impulse, \
             impulse_contact, velocity, normal_target = _no_contacts(nv)
-    J, target, lo, hi = np.empty((m, nv)), np.empty(m), np.empty(m), np.empty(m)
-    start, kind, mu = np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc, dtype=np.int64), \
-        np.empty(nb + nc)
-    u_next, g = np.empty(nv), np.empty((len(sources), nv))
-    nonzero = np.empty(len(sources), dtype=np.int64)
+    signs, jac_scratch, vn, J, target, lo, hi, first_rows, start, kind, mu, response, G, v, \
+        scratch, nonzero = _workspace(m, nv, nb, nc, len(sources))
+    u_next, g = np.empty(nv), np.empty((len(sources), nv))  # these two leave the step
     sweeps, _ = _impulse_problem(
         joint.J, joint.target, joint.lo, joint.hi, bs, bk, bm, params[:, 0], J_world, origins,
-        supports, bodies, points, frames, np.ones(nc), bu, R, np.empty((12, nv)),
-        np.ascontiguousarray(s.u), distance, params, float(dt), np.empty(nc), st.factor.lower,
-        np.ascontiguousarray(st.u_free), lam,
+        supports, bodies, points, frames, signs, bu, R, jac_scratch, np.ascontiguousarray(s.u),
+        distance, params, float(dt), vn, st.factor.lower, np.ascontiguousarray(st.u_free), lam,
         int(s.solver_max_iterations), float(s.solver_tolerance), order, starts, J, target, lo,
-        hi, np.empty(nc, dtype=np.int64), start, kind, mu, np.empty((nv, m)), np.empty((m, m)),
-        np.empty(m), np.empty((5, 3)), u_next, impulse, impulse_contact, velocity,
-        normal_target, g, nonzero)
+        hi, first_rows, start, kind, mu, response, G, v, scratch, u_next, impulse,
+        impulse_contact, velocity, normal_target, g, nonzero)
     by_source = {source: g[n] for n, source in enumerate(sources) if nonzero[n]}
     loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and nc else None
     st.solver_impulses = lam

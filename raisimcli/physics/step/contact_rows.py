@@ -199,15 +199,20 @@ def contact_keys(contacts) -> list:
 
 def groups_with_contacts(before: Rows, nc: int) -> tuple[list, np.ndarray, np.ndarray]:
     """Rows.source_groups of the rows `before` followed by the rows of nc contacts (one more
-    group, "contacts", the last 3 nc rows)."""
-    sources, order, starts = before.source_groups()  # kept with the joint rows
+    group, "contacts", the last 3 nc rows); kept with `before` (the joint rows of a joint
+    state are reused from step to step). Read them, never write them."""
     if not nc:
-        return sources, order, starts
-    m0, m = before.m, before.m + 3 * nc
-    all_order, all_starts = np.empty(m, dtype=np.int64), np.empty(len(starts) + 1, dtype=np.int64)
-    all_order[:m0], all_order[m0:] = order, np.arange(m0, m)
-    all_starts[:-1], all_starts[-1] = starts, m
-    return sources + ["contacts"], all_order, all_starts
+        return before.source_groups()
+    groups = before._with_contacts.get(nc)
+    if groups is None:
+        sources, order, starts = before.source_groups()
+        m0, m = before.m, before.m + 3 * nc
+        all_order = np.empty(m, dtype=np.int64)
+        all_starts = np.empty(len(starts) + 1, dtype=np.int64)
+        all_order[:m0], all_order[m0:] = order, np.arange(m0, m)
+        all_starts[:-1], all_starts[-1] = starts, m
+        groups = before._with_contacts[nc] = (sources + ["contacts"], all_order, all_starts)
+    return groups
 
 
 @njit(cache=True)

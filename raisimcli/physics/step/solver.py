@@ -86,6 +86,8 @@ class Rows:
     block_kind: np.ndarray | None = None
     block_mu: np.ndarray | None = None
     _groups: tuple | None = field(default=None, repr=False, compare=False)
+    # contact_rows.groups_with_contacts of these rows, by number of contacts (kept once made)
+    _with_contacts: dict = field(default_factory=dict, repr=False, compare=False)
 
     def source_groups(self) -> tuple[list, np.ndarray, np.ndarray]:
         """(sources, order, starts): the distinct sources in the order of their first row, and
