@@ -883,9 +883,9 @@ def test_an_octagonal_prism_rests_on_four_of_its_eight_corners(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "arm_friction"])
-def test_a_robot_alone_in_one_call_is_the_general_path(case, monkeypatch):
-    # a robot touching only the static world solves its impulse problem in one compiled call
-    # (step/alone.py); the general path of several systems gives the same bits, step by step:
+def test_a_robot_alone_without_the_general_records_is_the_general_path(case, monkeypatch):
+    # a robot touching only the static world solves its impulse problem without the general
+    # path's records (step/alone.py); the general path gives the same bits, step by step:
     # state, torque table, contacts, sweeps (the fall, the impacts, standing; a restored state's
     # warm start by key included)
     import raisimcli.physics.step.world_step as world_step
@@ -931,6 +931,6 @@ def test_a_robot_alone_in_one_call_is_the_general_path(case, monkeypatch):
         if step == 200:  # the warm start as a dict of impulses by key
             for w in (wa, wb):
                 w.set_state(w.get_state())
-    assert len(alone_calls) == 400  # the fast world took the one-call path every step
+    assert len(alone_calls) == 400  # the fast world took the path of a robot alone every step
     if case != "arm_friction":
         assert len(fast[0].contacts) == 4

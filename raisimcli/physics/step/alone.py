@@ -1,12 +1,16 @@
 """Steps 7-12 of one robot that touches nothing but the static world (the common case: a robot
-alone, or one of several robots apart), with its impulse problem in one compiled call.
+alone, or one of several robots apart), its impulse problem without Python objects between the
+compiled loops.
 
-The call runs the compiled loops of the general path (raisimcli.physics.step.world_step) in their
+It calls the compiled loops of the general path (raisimcli.physics.step.world_step) in their
 order, on the same inputs: the joint rows then the contacts' rows (contact_rows), the response
 M~^-1 J^T, the Delassus matrix and the block Gauss-Seidel (solver), the contacts' reports and the
 generalized impulses by source. So its results have the same bits (a test compares the two
-paths); it saves the Python between those loops, about a dozen calls and their arrays a step.
-A robot with loop or mimic constraints, or in contact with another robot, takes the general path.
+paths); it saves the Rows records, the lists and most of the arrays that the general path makes
+between those loops. (One compiled function calling them all was a few microseconds faster
+still, but numba's first compile of it took about 3 s more, as LLVM optimised the loops again
+inlined into it.) A robot with loop or mimic constraints, or in contact with another robot,
+takes the general path.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import njit
 
 from raisimcli.linalg import _cho_solve_rows
 from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows, _targets, \
@@ -22,15 +25,14 @@ from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows,
 from raisimcli.physics.step.solver import WarmStart, _impulses_by_source, _solve
 
 
-@njit(cache=True)
 def _impulse_problem(bJ, btarget, blo, bhi, bstart, bkind, bmu, mu_c, J_world, origins,
                      supports, bodies, points, frames, signs, bu, R, jac_scratch, u, distance,
                      params, dt, vn, L, u_star, lam, max_iterations, tolerance, order, starts,
                      J, target, lo, hi, first_rows, start, kind, mu, response, G, v, scratch,
                      u_next, impulse, impulse_contact, velocity, normal_target, g, nonzero):
     """The rows (joint rows b..., then a contact block per contact), the response, the solve,
-    the contacts' reports and the impulses by source, into the output arrays (J ... nonzero).
-    Returns (sweeps, residual)."""
+    the contacts' reports and the impulses by source, into the output arrays (J ... nonzero),
+    each a compiled loop. Returns (sweeps, residual)."""
     m0 = bJ.shape[0]
     _start_rows(bJ, btarget, blo, bhi, bstart, bkind, bmu, mu_c, J, target, lo, hi, first_rows,
                 start, kind, mu)
