@@ -369,7 +369,7 @@ class ArticulatedSystem:
         """h (nv,): gravity, Coriolis and centrifugal terms, tau = M du/dt + h. `gravity`
         defaults to the world's (or (0, 0, -9.81) for a system outside a world)."""
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
-        key = ("h", g[0], g[1], g[2])
+        key = ("h", g.tobytes())  # (cheaper than a tuple of its three numpy scalars)
         if key not in self._cache:
             q_pin, u_pin, R = self._pin_state()
             self._sync_gravity(g)
@@ -384,7 +384,7 @@ class ArticulatedSystem:
 
     def _sync_gravity(self, g: np.ndarray) -> None:
         """Give the Pinocchio model the gravity g (only when it changed)."""
-        key = (g[0], g[1], g[2])
+        key = g.tobytes()
         if key != self._pin_gravity:
             self._pm.gravity = pin.Motion(np.asarray(g, dtype=float), np.zeros(3))
             self._pin_gravity = key
@@ -400,7 +400,7 @@ class ArticulatedSystem:
     def get_potential_energy(self, gravity=None) -> float:
         """Sum of -m g . p_com over the moving bodies (m g z for gravity (0, 0, -g))."""
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
-        key = ("V", g[0], g[1], g[2])
+        key = ("V", g.tobytes())
         if key not in self._cache:
             com = self.get_center_of_mass()
             self._cache[key] = -float(self._total_mass * dot(g, com))
