@@ -40,12 +40,12 @@ def _states(q, u_star, qidx, idx, lower, upper, vmax, out):
 class JointRowTable:
     """Per-joint parameters as index arrays, built once at load time. `idx`: (k,) u-indices of the
     1-DoF joints; `lower`, `upper`, `vmax`, `friction`: (k,) each. A row's key (its identity for
-    the next step's warm start) is (system, kind, joint): `system` names the robot, because two
+    the next step's warm start) is (system name, kind, joint): it names the robot, because two
     robots of one URDF have joints of the same names."""
 
-    def __init__(self, model, output_friction: np.ndarray, system: str):
+    def __init__(self, model, output_friction: np.ndarray, system_name: str):
         one = [j for j in model.moving_joints if j.nv == 1]
-        self.system = system
+        self.system_name = system_name
         self.nv = model.nv
         self.names = [j.name for j in one]
         self.idx = np.array([j.u_slice.start for j in one], dtype=np.int64)
@@ -98,5 +98,5 @@ class JointRowTable:
         source = ["joint_limits"] * (n_lim + n_vel) + ["joint_friction"] * bound.size
         kinds = ["position_limit"] * n_lim + ["velocity_limit"] * n_vel + \
             ["friction"] * bound.size
-        key = [(self.system, kind, self.names[k]) for kind, k in zip(kinds, sel.tolist())]
+        key = [(self.system_name, kind, self.names[k]) for kind, k in zip(kinds, sel.tolist())]
         return Rows(J, target, lo, hi, source, key)
