@@ -22,7 +22,7 @@ import numpy as np
 from raisimcli.linalg import _cho_solve_rows
 from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows, _targets, \
     contact_keys, groups_with_contacts
-from raisimcli.physics.step.solver import WarmStart, _impulses_by_source, _solve
+from raisimcli.physics.step.solver import _impulses_by_source, _solve, warm_start_impulses
 
 
 _WORKSPACES = threading.local()  # per thread: sizes -> the arrays of _workspace
@@ -67,12 +67,9 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     m = m0 + 3 * nc
     keys = joint.key + contact_keys(contacts) if nc else joint.key
     sources, order, starts = groups_with_contacts(joint, nc)
-    if not warm_start:
+    lam = warm_start_impulses(warm_start, keys)
+    if lam is None:
         lam = np.zeros(m)
-    elif isinstance(warm_start, WarmStart):
-        lam = warm_start.start(keys)
-    else:  # a dict of impulses by key (World.set_state)
-        lam = np.array([warm_start.get(key, 0.0) for key in keys], dtype=np.float64)
     bs, bk, bm = joint.blocks()
     signs, jac_scratch, vn, J, target, lo, hi, first_rows, start, kind, mu, response, G, v, \
         scratch, nonzero = _workspace(m, nv, bs.shape[0], nc, len(sources))

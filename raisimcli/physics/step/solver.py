@@ -67,6 +67,18 @@ class WarmStart(Mapping):
         return np.array([get(key, 0.0) for key in keys], dtype=np.float64)
 
 
+def warm_start_impulses(warm_start: Mapping | None, keys: list) -> np.ndarray | None:
+    """The starting impulses of rows with these keys from the last step's impulses by key (a
+    WarmStart, or a dict of them from World.set_state); 0 for a key not in it, None when there
+    is no warm start or no row."""
+    if not warm_start or not keys:
+        return None
+    if isinstance(warm_start, WarmStart):
+        return warm_start.start(keys)
+    get = warm_start.get
+    return np.array([get(key, 0.0) for key in keys], dtype=np.float64)
+
+
 @dataclass
 class Rows:
     """m stacked rows of J_c. `J`: (m, nv); `target`, `lo`, `hi`: (m,); `source`: (m,) labels of

@@ -17,7 +17,8 @@ import numpy as np
 from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.step.alone import can_go_alone, integrate2_alone
 from raisimcli.physics.step.contact_rows import contact_rows, report_contact_impulses
-from raisimcli.physics.step.solver import Rows, WarmStart, _impulses_by_source, solve_impulses
+from raisimcli.physics.step.solver import Rows, WarmStart, _impulses_by_source, \
+    solve_impulses, warm_start_impulses
 
 
 def islands(systems, contacts) -> list[tuple[list, list | None]]:
@@ -114,13 +115,7 @@ def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS
         # the constrained mechanism's response, M_c^-1 J_c^T
         Y, st.constraint_recover = st.elimination.response(Y)
         response[cols] = Y
-    impulse0 = None
-    if warm_start and rows.m:
-        if isinstance(warm_start, WarmStart):
-            impulse0 = warm_start.start(rows.key)
-        else:
-            get = warm_start.get
-            impulse0 = np.array([get(key, 0.0) for key in rows.key])
+    impulse0 = warm_start_impulses(warm_start, rows.key)
     limits = [s.solver_max_iterations for s in systems]
     tolerances = [s.solver_tolerance for s in systems]
     result = solve_impulses(rows, u_star, response, impulse0=impulse0,
