@@ -934,3 +934,24 @@ def test_a_robot_alone_without_the_general_records_is_the_general_path(case, mon
     assert len(alone_calls) == 400  # the fast world took the path of a robot alone every step
     if case != "arm_friction":
         assert len(fast[0].contacts) == 4
+
+
+def test_a_pendulum_of_one_dof_comes_to_rest_on_the_ground():
+    # one DoF (Pinocchio's joint Jacobian is then a vector): a sphere on an arm swings down from
+    # the horizontal and rests where it touches the ground, sin(theta) = (z_pivot - r) / L
+    z_pivot, L, radius = 0.4, 0.45, 0.05
+    urdf = f"""<robot name="pendulum"><link name="world"/>
+      <link name="arm"><inertial><origin xyz="{L} 0 0"/><mass value="1"/>
+        <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial>
+        <collision><origin xyz="{L} 0 0"/><geometry><sphere radius="{radius}"/></geometry>
+        </collision></link>
+      <joint name="hinge" type="continuous"><origin xyz="0 0 {z_pivot}"/><parent link="world"/>
+        <child link="arm"/><axis xyz="0 1 0"/><dynamics damping="0.05"/></joint></robot>"""
+    w = World(0.001)
+    w.add_ground(0.0)
+    r = w.add_articulated_system(load_urdf_string(urdf, path="pendulum.urdf"))
+    for _ in range(3000):
+        w.integrate()
+    assert len(w.contacts) == 1
+    assert r.q[0] == pytest.approx(math.asin((z_pivot - radius) / L), abs=2e-4)
+    assert abs(r.u[0]) < 1e-6

@@ -82,8 +82,8 @@ class ArticulatedSystem:
         self._placements = checked_placements(self._pm, self._data)
         # data.J (6, nv): eigenpy hands out a view of Pinocchio's own matrix, kept (a copy
         # would not follow computeJointJacobians: then it is read again at each use)
-        J = self._data.J
-        self._J_view = None if J.flags["OWNDATA"] else J
+        J = self._data.J  # (6,) when nv == 1: eigenpy drops the unit dimension
+        self._J_view = None if J.flags["OWNDATA"] else J.reshape(6, model.nv)
         self._supports = np.zeros((self._pm.njoints, model.nv), dtype=bool)
         for body in range(self._pm.njoints):
             for j in self._pm.supports[body]:
@@ -254,7 +254,7 @@ class ArticulatedSystem:
         Jacobians (see PointJacobianViews)."""
         self._joint_jacobians()
         R = self._pin_state()[2]
-        J = self._J_view if self._J_view is not None else self._data.J
+        J = self._J_view if self._J_view is not None else self._data.J.reshape(6, self.nv)
         origins = self._placements[1] if self._placements is not None else \
             np.array([self._data.oMi[k].translation for k in range(self._pm.njoints)])
         if R is None:
