@@ -882,17 +882,20 @@ def test_an_octagonal_prism_rests_on_four_of_its_eight_corners(tmp_path):
     assert np.abs(r.u).max() < 1e-6
 
 
-@pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "arm_friction"])
+@pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "arm_friction",
+                                  "drop_trapezoid", "drop_euler", "arm_friction_rk4"])
 def test_a_robot_alone_without_the_general_records_is_the_general_path(case, monkeypatch):
-    # a robot touching only the static world solves its impulse problem without the general
-    # path's records (step/alone.py); the general path gives the same bits, step by step:
-    # state, torque table, contacts, sweeps (the fall, the impacts, standing; a restored state's
-    # warm start by key included)
+    # a robot touching only the static world solves its impulse problem, integrates and fills
+    # its torque table in one compiled call (step/alone.py); the general path gives the same
+    # bits, step by step: state, torque table, contacts, sweeps (the fall, the impacts,
+    # standing; a restored state's warm start by key included), under each integration scheme
+    # (EULER is replaced by SEMI_IMPLICIT after the first contact; RUNGE_KUTTA_4 takes the
+    # solved impulses to finish_step's stages)
     import raisimcli.physics.step.world_step as world_step
 
     def make():
         w = World(0.001)
-        if case == "arm_friction":
+        if case.startswith("arm_friction"):
             r = w.add_articulated_system(robot("arm7.urdf"))
             q = r.get_generalized_coordinate()
             q[:] = np.linspace(-0.4, 0.4, r.nq)
@@ -902,6 +905,8 @@ def test_a_robot_alone_without_the_general_records_is_the_general_path(case, mon
             q = r.get_generalized_coordinate()
             q[2], q[7:] = 0.6, [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
             r.set_compute_inverse_dynamics(case == "drop_with_inverse_dynamics")
+        r.set_integration_scheme({"drop_trapezoid": "TRAPEZOID", "drop_euler": "EULER",
+                                  "arm_friction_rk4": "RUNGE_KUTTA_4"}.get(case, "SEMI_IMPLICIT"))
         r.set_state(q, np.zeros(r.nv))
         r.set_pd_gains(np.full(r.nv, 300.0), np.full(r.nv, 10.0))
         r.set_pd_target(q, np.zeros(r.nv))
@@ -932,7 +937,7 @@ def test_a_robot_alone_without_the_general_records_is_the_general_path(case, mon
             for w in (wa, wb):
                 w.set_state(w.get_state())
     assert len(alone_calls) == 400  # the fast world took the path of a robot alone every step
-    if case != "arm_friction":
+    if not case.startswith("arm_friction"):
         assert len(fast[0].contacts) == 4
 
 

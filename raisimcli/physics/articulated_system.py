@@ -113,8 +113,7 @@ class ArticulatedSystem:
 
         # commands and parameters (spec steps 1-3)
         self.control_mode = FORCE_AND_TORQUE
-        self._zero_gains = np.zeros(nv)
-        self._zero_gains.setflags(write=False)
+        self._zero_gains = np.zeros(nv)  # the gains outside PD mode (never written)
         self.kp = np.zeros(nv)
         self.kd = np.zeros(nv)
         self.q_ref = self.q.copy()
@@ -261,6 +260,16 @@ class ArticulatedSystem:
             return PointJacobianViews(J, origins, self._supports, self.conv.block_u[:0],
                                       self._no_blocks)
         return PointJacobianViews(J, origins, self._supports, self.conv.block_u, R)
+
+    def jacobian_views_unread(self) -> PointJacobianViews:
+        """Arrays of the kinds point_jacobian_views returns, for a compiled call that will not
+        read them (no contact): nothing is computed, and their contents are not those of the
+        current state."""
+        J = self._J_view if self._J_view is not None else self._data.J.reshape(6, self.nv)
+        origins = self._placements[1] if self._placements is not None else \
+            np.zeros((self._pm.njoints, 3))
+        return PointJacobianViews(J, origins, self._supports, self.conv.block_u[:0],
+                                  self._no_blocks)
 
     def _joint_jacobians(self):
         if "jac" not in self._cache:
@@ -688,7 +697,6 @@ class ArticulatedSystem:
         # move the kinematics)
         start_pin = self._pin_state() if self.compute_inverse_dynamics else None
         scheme = self.effective_scheme()
-        self.solver_iterations = iterations
         if s.elimination is not None:
             point_loads = point_loads + self._constraint_report(s, dt, impulse_by_source)
         act_state = s.act_state
@@ -707,6 +715,17 @@ class ArticulatedSystem:
             table = torque_table(dt, u_next - u, u, u_next, s.tau_cmd, s.kp, s.kd,
                                  s.b, s.tau_act, self.k_s, s.spring_err, s.tau_ext,
                                  impulse_by_source)
+        self.end_step(dt, s, q_next, u_next, table, act_state, point_loads, iterations,
+                      in_contact, start_pin)
+
+    def end_step(self, dt: float, s: Stage, q_next: np.ndarray, u_next: np.ndarray,
+                 table: dict, act_state, point_loads: list, iterations: int, in_contact: bool,
+                 start_pin) -> None:
+        """The step's results become the state: q_{t+1}, u_{t+1}, the torque table, the actuator
+        states, the joint wrenches (inverse dynamics, from Pinocchio's inputs at the step's
+        start `start_pin`, with the contact forces `point_loads`), the PD error, had_contact."""
+        q, u = self.q, self.u
+        self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt,
                                                      self._loads + point_loads, start_pin)

@@ -1,16 +1,18 @@
 """Steps 7-12 of one robot that touches nothing but the static world (the common case: a robot
-alone, or one of several robots apart), its impulse problem without Python objects between the
-compiled loops.
+alone, or one of several robots apart): its impulse problem, the integration and the torque
+table in one compiled call.
 
-It calls the compiled loops of the general path (raisimcli.physics.step.world_step) in their
-order, on the same inputs: the joint rows then the contacts' rows (contact_rows), the response
-M~^-1 J^T, the Delassus matrix and the block Gauss-Seidel (solver), the contacts' reports and the
-generalized impulses by source. So its results have the same bits (a test compares the two
-paths); it saves the Rows records, the lists and most of the arrays that the general path makes
-between those loops. (One compiled function calling them all was a few microseconds faster
-still, but numba's first compile of it took about 3 s more, as LLVM optimised the loops again
-inlined into it.) A robot with loop or mimic constraints, or in contact with another robot,
-takes the general path.
+`_impulse_step` calls the compiled loops of the general path (raisimcli.physics.step.world_step
+and ArticulatedSystem.finish_step) in their order, on the same inputs: the joint rows then the
+contacts' rows (contact_rows), the response M~^-1 J^T, the Delassus matrix and the block
+Gauss-Seidel (solver), the contacts' reports, the generalized impulses by source, the position
+integration of spec step 6 (Conventions.integrate) and the torque table of step 5
+(decomposition.torque_table). So its results have the same bits (a test compares the two paths,
+step by step); it saves the Rows records, the lists, the dicts and most of the arrays that the
+general path makes between those loops, and about a dozen calls from Python. Under
+RUNGE_KUTTA_4 the impulses come from the same call and ArticulatedSystem.finish_step runs the
+four stages. A robot with loop or mimic constraints, or in contact with another robot, takes the
+general path.
 """
 
 from __future__ import annotations
@@ -18,12 +20,18 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from numba import njit
 
 from raisimcli.linalg import _cho_solve_rows
+from raisimcli.physics.conventions import _integrate
 from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows, _targets, \
     contact_keys, groups_with_contacts
+from raisimcli.physics.step.decomposition import SOURCES, _row_names, _table
 from raisimcli.physics.step.solver import _impulses_by_source, _solve, warm_start_impulses
 
+# the schemes _impulse_step integrates (spec step 6): the velocity that moves q
+_U_BAR = {"SEMI_IMPLICIT": 0, "TRAPEZOID": 1, "EULER": 2, "RUNGE_KUTTA_4": 0}
+_TABLE_ROWS = len(SOURCES) + 1  # the torque table's rows and its total
 
 _WORKSPACES = threading.local()  # per thread: sizes -> the arrays of _workspace
 
@@ -45,8 +53,69 @@ def _workspace(m: int, nv: int, nb: int, nc: int, ns: int) -> tuple:
             np.empty(m), np.empty(m), np.empty(nc, dtype=np.int64),
             np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc, dtype=np.int64),
             np.empty(nb + nc), np.empty((nv, m)), np.empty((m, m)), np.empty(m),
-            np.empty((5, 3)), np.empty(ns, dtype=np.int64))
+            np.empty((5, 3)), np.empty(ns, dtype=np.int64), np.empty((ns, nv)),
+            np.empty((ns, nv)), np.empty(nv), np.empty(nv))
     return ws
+
+
+@njit(cache=True)
+def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
+                  J_world, origins, supports, bu, R,
+                  bodies, points, frames, distance, params,
+                  impulse, impulse_contact, velocity_contact, target_c,
+                  L, q, u, u_star, lam, max_iterations, tolerance, dt, order, starts,
+                  u_bar_rule, one_q, one_u, floating_u, floating_q, spherical_u, spherical_q,
+                  tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
+                  signs, jac_scratch, vn, J, target, lo, hi, first_rows, start, kind, mu,
+                  response, G, v, scratch, nonzero, g, impulses, u_bar, du,
+                  u_next, q_next, table):
+    """Spec steps 4-6 and 5's table of a robot alone: the rows b... of its joints then the
+    contacts' (`bodies`, `points`, `frames`, `distance`, `params` of the ContactSet; their
+    results into `impulse`... `target_c`), M~^-1 J^T from M~'s lower factor L, the solve from
+    the impulses `lam` (warm start; the solved ones on return) and u* into u_next, the
+    generalized impulses by source g (the rows of source s: order[starts[s]:starts[s + 1]];
+    nonzero[s] says whether any entry is not 0), q_next = q integrated with the velocity of
+    `u_bar_rule` (0 u_next, 1 the trapezoid's (u + u_next) / 2, 2 u), and the torque table
+    (torque_table's rows: the five applied ones, the nonzero sources in order, zeros, the
+    total). Returns the sweeps."""
+    m0, nc, nv = bJ.shape[0], distance.shape[0], u.shape[0]
+    # the rows: the joints', then a contact block per contact
+    _start_rows(bJ, btarget, blo, bhi, bstart, bkind, bmu, params[:, 0], J, target, lo, hi,
+                first_rows, start, kind, mu)
+    if nc:
+        _add_rows(J_world, origins, supports, bodies, points, frames, signs, first_rows, 0, bu, R,
+                  jac_scratch, J)
+        _targets(J, m0, u, distance, params, dt, vn, target)
+    # the response M~^-1 J^T, the impulses, u_{t+1} and what they say about each contact
+    _cho_solve_rows(L, J, 0, response, 0)
+    sweeps, _ = _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterations,
+                       tolerance, G, v, scratch, u_next)
+    if nc:
+        _report(frames, J, m0, lam, u_next, target, impulse, impulse_contact, velocity_contact,
+                target_c)
+    _impulses_by_source(J, lam, order, starts, 0, g, nonzero)
+    # spec step 6: the positions
+    for i in range(nv):
+        if u_bar_rule == 0:
+            u_bar[i] = u_next[i]
+        elif u_bar_rule == 1:
+            u_bar[i] = 0.5 * (u[i] + u_next[i])
+        else:
+            u_bar[i] = u[i]
+    _integrate(q, u_bar, dt, one_q, one_u, floating_u, floating_q, spherical_u, spherical_q,
+               q_next)
+    # spec step 5: the table, with the sources that have impulses in their order
+    k = 0
+    for s in range(g.shape[0]):
+        if nonzero[s]:
+            for i in range(nv):
+                impulses[k, i] = g[s, i]
+            k += 1
+    for i in range(nv):
+        du[i] = u_next[i] - u[i]
+    _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
+           impulses[:k], table)
+    return sweeps
 
 
 def can_go_alone(systems, stages, contacts) -> bool:
@@ -63,38 +132,40 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     """integrate2_systems([s], ...) when can_go_alone: returns (row keys, impulses) for the next
     step's warm start."""
     joint, nc, nv = st.joint_rows, len(contacts), s.nv
-    m0 = joint.m
-    m = m0 + 3 * nc
+    m = joint.m + 3 * nc
     keys = joint.key + contact_keys(contacts) if nc else joint.key
     sources, order, starts = groups_with_contacts(joint, nc)
     lam = warm_start_impulses(warm_start, keys)
     if lam is None:
         lam = np.zeros(m)
     bs, bk, bm = joint.blocks()
-    signs, jac_scratch, vn, J, target, lo, hi, first_rows, start, kind, mu, response, G, v, \
-        scratch, nonzero = _workspace(m, nv, bs.shape[0], nc, len(sources))
-    u_next, g = np.empty(nv), np.empty((len(sources), nv))  # these two leave the step
-    # the general path's loops, in its order: the rows (the joint rows, then a contact block
-    # per contact), the response, the solve, the contacts' reports, the impulses by source
-    _start_rows(joint.J, joint.target, joint.lo, joint.hi, bs, bk, bm, contacts.params[:, 0], J,
-                target, lo, hi, first_rows, start, kind, mu)
-    if nc:
-        J_world, origins, supports, bu, R = s.point_jacobian_views()
-        _add_rows(J_world, origins, supports, contacts.bodies_a, contacts.points,
-                  contacts.frames, signs, first_rows, 0, bu, R, jac_scratch, J)
-        _targets(J, m0, np.ascontiguousarray(s.u), contacts.distance, contacts.params,
-                 float(dt), vn, target)
-    _cho_solve_rows(st.factor.lower, J, 0, response, 0)
-    sweeps, _ = _solve(J, response, np.ascontiguousarray(st.u_free), lam, target, lo, hi, start,
-                       kind, mu, int(s.solver_max_iterations), float(s.solver_tolerance), G, v,
-                       scratch, u_next)
-    if nc:
-        _report(contacts.frames, J, m0, lam, u_next, target, contacts.impulse,
-                contacts.impulse_contact, contacts.velocity_contact, contacts.target)
-    _impulses_by_source(J, lam, order, starts, 0, g, nonzero)
-    by_source = {source: g[n] for n, source in enumerate(sources) if nonzero[n]}
+    ws = _workspace(m, nv, bs.shape[0], nc, len(sources))
+    g, nonzero = ws[16], ws[15]
+    # these leave the step: the next state and the torque table
+    u_next, q_next, table = np.empty(nv), np.empty(s.nq), np.empty((_TABLE_ROWS, nv))
+    # the joint Jacobians are computed only when contacts need them
+    views = s.point_jacobian_views() if nc else s.jacobian_views_unread()
+    scheme = s.effective_scheme()
+    conv = s.conv
+    sweeps = _impulse_step(
+        joint.J, joint.target, joint.lo, joint.hi, bs, bk, bm, *views,
+        contacts.bodies_a, contacts.points, contacts.frames, contacts.distance, contacts.params,
+        contacts.impulse, contacts.impulse_contact, contacts.velocity_contact, contacts.target,
+        st.factor.lower, s.q, s.u, st.u_free, lam, int(s.solver_max_iterations),
+        float(s.solver_tolerance), float(dt), order, starts, _U_BAR[scheme], conv.one_dof_q,
+        conv.one_dof_u, conv._floating_u, conv._floating_q, conv._spherical_u,
+        conv._spherical_q, st.tau_cmd, st.kp, st.kd, st.b, st.tau_act, s.k_s, st.spring_err,
+        st.tau_ext, *ws, u_next, q_next, table)
     loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and nc else None
+    point_loads = [loads] if loads is not None else []
     st.solver_impulses = lam
-    s.finish_step(dt, st, u_next, by_source, [loads] if loads is not None else [], int(sweeps),
-                  bool(nc))
+    if scheme == "RUNGE_KUTTA_4":  # the four stages (finish_step) from the solved impulses
+        by_source = {source: g[n].copy() for n, source in enumerate(sources) if nonzero[n]}
+        s.finish_step(dt, st, u_next, by_source, point_loads, int(sweeps), bool(nc))
+    else:
+        names = _row_names(tuple(source for n, source in enumerate(sources) if nonzero[n]))
+        torque = dict(zip(names, table))
+        torque["total"] = table[-1]
+        s.end_step(dt, st, q_next, u_next, torque, st.act_state, point_loads, int(sweeps),
+                   bool(nc), s._pin_state() if s.compute_inverse_dynamics else None)
     return keys, lam
