@@ -162,6 +162,16 @@ def _turn(q, qs, x, y, z, out):
 
 
 @njit(cache=True)
+def _one_dof_difference(q0, q1, one_q, one_u, out):
+    """out = 0, then out[one_u[k]] = q1[one_q[k]] - q0[one_q[k]]: Conventions.difference
+    without quaternions."""
+    for i in range(out.shape[0]):
+        out[i] = 0.0
+    for k in range(one_q.shape[0]):
+        out[one_u[k]] = q1[one_q[k]] - q0[one_q[k]]
+
+
+@njit(cache=True)
 def _integrate(q, u_bar, dt, one_q, one_u, floating_u, floating_q, spherical_u, spherical_q,
                out):
     """Conventions.integrate into out (nq,)."""
@@ -388,7 +398,11 @@ class Conventions:
         """The velocity-space difference q1 - q0, (nv,): 1-DoF coordinates subtract; a quaternion
         gives the rotation vector of q0^-1 q1 expressed like u (shorter rotation). Used for the PD
         and spring errors (spec step 1). `floating=False` leaves floating joints' entries at 0."""
-        d = np.zeros(self.nv)
+        d = np.empty(self.nv)
+        if not self.spherical and not (floating and self.floating):  # no quaternion to take
+            _one_dof_difference(q0, q1, self.one_dof_q, self.one_dof_u, d)
+            return d
+        d[:] = 0.0
         d[self.one_dof_u] = q1[self.one_dof_q] - q0[self.one_dof_q]
         for us, qs in (self.floating if floating else ()):
             d[us:us + 3] = q1[qs:qs + 3] - q0[qs:qs + 3]

@@ -59,6 +59,9 @@ class Transmission:
     def __post_init__(self):
         self.back_emf = self.torque_constant / (self.resistance * self.velocity_constant)
         self.set_bus_voltage(self.bus_voltage)
+        # what actuator_torques gives without actuators, made once (nobody writes into it)
+        self.none_acting = (np.zeros(self.T.shape[1]), ActuatorState(*(_NO_ACTUATORS,) * 5)) \
+            if self.T.shape[0] == 0 else None
 
     def set_bus_voltage(self, volts: np.ndarray) -> None:
         """Bus voltages (n_act,), and the stall torques they give."""
@@ -122,8 +125,7 @@ def actuator_torques(tr: Transmission, tau_a: np.ndarray, u: np.ndarray,
     T^T tau_m) and every state array is empty, without the loop."""
     n_act, nv = tr.T.shape
     if n_act == 0:
-        return np.zeros(nv), ActuatorState(_NO_ACTUATORS, _NO_ACTUATORS, _NO_ACTUATORS,
-                                           _NO_ACTUATORS, _NO_ACTUATORS)
+        return tr.none_acting
     w_m, lo, hi = np.empty(n_act), np.empty(n_act), np.empty(n_act)
     commanded, applied, tau_act = np.empty(n_act), np.empty(n_act), np.empty(nv)
     _actuators(tr.T, np.ascontiguousarray(u, dtype=np.float64), tr.stall, tr.back_emf, tr.peak,
