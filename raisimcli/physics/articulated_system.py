@@ -660,8 +660,18 @@ class ArticulatedSystem:
         """Integration Steps 1-6: kinematics, M, h (and, with contacts, collision detection and
         contact Jacobians). Quantities read after it are those of the step's start; w, which
         depends on the gains that a controller may set before integrate2, is made there."""
-        self.get_mass_matrix()  # kinematics (collision bodies, Jacobians) are computed on use
-        self.get_nonlinearities()
+        cache, g = self._cache, self._gravity
+        if not self.conv.identity and "M" not in cache:  # M and h in one compiled call
+            q_pin, u_pin, R = self._pin_state()
+            upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
+            self._sync_gravity(g)
+            h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
+            cache["M_pin"], cache["M"], cache[("h", g.tobytes())] = \
+                self.conv.dynamics(R, upper, h_pin, u_pin)
+        else:
+            self.get_mass_matrix()
+            self.get_nonlinearities()
+        # kinematics (collision bodies, Jacobians) are computed on use
         self._stage = (dt, self._state_version)
 
     def integrate2(self, dt: float, contacts=()) -> None:

@@ -163,7 +163,8 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
         by_source = {source: g[n].copy() for n, source in enumerate(sources) if nonzero[n]}
         s.finish_step(dt, st, u_next, by_source, point_loads, int(sweeps), bool(nc))
     else:
-        names = _row_names(tuple(source for n, source in enumerate(sources) if nonzero[n]))
+        names = _row_names(tuple(source for source, acts in zip(sources, nonzero.tolist())
+                                 if acts))
         torque = dict(zip(names, table))
         torque["total"] = table[-1]
         s.end_step(dt, st, q_next, u_next, torque, st.act_state, point_loads, int(sweeps),
