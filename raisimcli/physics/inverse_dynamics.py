@@ -265,6 +265,7 @@ class InverseDynamics:
         for _ in range(system._pm.njoints):
             self._fext.append(pin.Force.Zero())
         self._loaded: list[int] = []  # bodies whose entry of _fext is not zero
+        self._cleared = np.zeros(0, dtype=np.int64)  # the same, for the compiled pass
         # the compiled loads: views of _fext and of the step's placements, the body of each
         # link, the fixed joints' masks of welded links per tuple of loaded links
         from raisimcli.physics.pinocchio_views import checked_force_vector
@@ -296,6 +297,9 @@ class InverseDynamics:
         (_loads_in_body_frames), written into fext; returns (links, linear (n, 3), angular
         (n, 3))."""
         s = self.system
+        if len(loads) == 1 and isinstance(loads[0], ContactLoads):  # the step's contacts only
+            links, bodies, points, vectors = loads[0]
+            return self._loads_of(links, bodies, points, vectors, np.zeros(len(links), bool))
         n = sum(len(ld.links) if isinstance(ld, ContactLoads) else 1 for ld in loads)
         links: list = []
         bodies, points = np.empty(n, dtype=np.int64), np.zeros((n, 3))
@@ -322,13 +326,21 @@ class InverseDynamics:
                     s._load_point_world(ld, s._data)[1]
             links.append(ld.link)
             k += 1
-        links = tuple(links)
+        return self._loads_of(tuple(links), bodies, points, vectors, torques)
+
+    def _loads_of(self, links: tuple, bodies, points, vectors, torques) -> tuple:
+        """_local_loads of the loads as arrays: `bodies` (n,), world `points` and `vectors` (n,
+        3), `torques` (n,) whether each is a pure torque (the step's kinematics are read)."""
+        n = len(links)
+        if n:
+            self.system._kinematics()
         lin, ang = np.empty((n, 3)), np.empty((n, 3))
-        R, T = s._placements
+        R, T = self.system._placements
         f_lin, f_ang = self._fext_views
-        _loads_in_body_frames(R, T, bodies, points, vectors, torques,
-                              np.array(self._loaded, dtype=np.int64), f_lin, f_ang, lin, ang)
-        self._loaded = bodies.tolist()
+        _loads_in_body_frames(R, T, bodies, points, vectors, torques, self._cleared, f_lin,
+                              f_ang, lin, ang)
+        self._cleared = bodies.copy()
+        self._loaded = self._cleared.tolist()
         return links, lin, ang
 
     def compute(self, q, u, a, loads, pin_state=None) -> JointWrenches:
@@ -351,15 +363,16 @@ class InverseDynamics:
         fext = self._fext
         per_link = []
         load_arrays = None  # (links, local linear, local angular) of the compiled path
-        if self._views is not None and self._fext_views is not None and \
-                (loads or self._loaded):
+        if not (loads or self._loaded):
+            pass  # no load now, none left in fext from the last call
+        elif self._views is not None and self._fext_views is not None:
             load_arrays = self._local_loads(loads)
         else:
             loads = [x for ld in loads for x in
                      (ld.as_point_loads() if isinstance(ld, ContactLoads) else (ld,))]
             for body in self._loaded:
                 fext[body] = pin.Force.Zero()
-            self._loaded = []
+            self._loaded, self._cleared = [], np.zeros(0, dtype=np.int64)
             if loads:
                 s._kinematics()
                 for ld in loads:
@@ -367,6 +380,7 @@ class InverseDynamics:
                     fext[body] = fext[body] + f_local
                     per_link.append((ld.link, body, f_local))
                     self._loaded.append(body)
+            self._cleared = np.array(self._loaded, dtype=np.int64)
         pin.forwardKinematics(pm, data, q_pin)  # data.oMi: rnea works in local frames
         pin.rnea(pm, data, q_pin, u_pin, a_pin, fext)
 
