@@ -8,6 +8,7 @@ from conftest import assert_close, robot
 from newton_euler import body_momenta, check_newton_euler
 from raisimcli.model import load_urdf, load_urdf_string
 from raisimcli.physics import World
+from raisimcli.physics.contacts import ContactLoads
 
 G = np.array([0.0, 0.0, -9.81])
 
@@ -231,11 +232,17 @@ def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, ur
             _PointLoad(link, rng.standard_normal(3) * 20, None, False,
                        world_point=s.get_frame_position(link) + rng.standard_normal(3) * 0.05)
             for link in (links[-1], links[len(links) // 2])]
-        fast = idyn.compute(s.q, s.u, a, loads)
-        idyn._views, views = None, idyn._views
-        slow = idyn.compute(s.q, s.u, a, loads)
-        idyn._views = views
+        # and a step's contact forces alone, as the step hands them over (one ContactLoads)
+        contact = ContactLoads(tuple(ld.link for ld in loads[-2:]),
+                               np.array([s._body_of(ld.link) for ld in loads[-2:]]),
+                               np.array([ld.world_point for ld in loads[-2:]]),
+                               np.array([ld.vector for ld in loads[-2:]]))
+        for step_loads in (loads, [contact]):
+            fast = idyn.compute(s.q, s.u, a, step_loads)
+            idyn._views, views = None, idyn._views
+            slow = idyn.compute(s.q, s.u, a, step_loads)
+            idyn._views = views
+            for name in ("force", "torque", "actuation"):
+                x, y = getattr(fast, name), getattr(slow, name)
+                assert np.array_equal(x, y, equal_nan=True), (name, np.max(np.abs(x - y)))
         s._loads.clear()
-        for name in ("force", "torque", "actuation"):
-            x, y = getattr(fast, name), getattr(slow, name)
-            assert np.array_equal(x, y, equal_nan=True), (name, np.max(np.abs(x - y)))
