@@ -160,6 +160,8 @@ class RobotShapes:
         self.entry_shape = np.zeros(n, dtype=np.int64)
         self.entry_point = np.zeros((n, 3))
         self.entry_distance = np.zeros(n)
+        self.entry_params = np.zeros((n, 5))
+        self.entry_bodies = np.zeros(n, dtype=np.int64)
 
     def update(self) -> None:
         """The shapes' world poses and lowest heights at the system's current state."""
@@ -169,6 +171,26 @@ class RobotShapes:
         else:
             _world_poses(views[0], views[1], self.bodies, self.placements, self.poses)
         _lowest(self.poses, self.kind, self.extent, self.lowest)
+
+    def update_near_ground(self, height: float, margin: float, reach: float, slack: float,
+                           params: np.ndarray) -> tuple[int, int]:
+        """update() then ground_entries(...) in one compiled call, which also gives each entry
+        its contact params (`params`: a row per material, see ContactWorld._ground_params) and
+        its body: entry_params[:n], entry_bodies[:n]."""
+        views = self.system.body_placements()
+        if views is None:
+            self.update()
+            n, others = self.ground_entries(height, margin, reach, slack)
+            entries = self.entry_shape[:n]
+            self.entry_params[:n] = params[self.material_index[entries]]
+            self.entry_bodies[:n] = self.bodies[entries]
+            return n, others
+        n, others = _near_ground(views[0], views[1], self.bodies, self.placements, self.kind,
+                                 self.extent, self.radii, reach, slack, height, margin,
+                                 self.material_index, params, self.poses, self.lowest,
+                                 self.entry_shape, self.entry_point, self.entry_distance,
+                                 self.entry_params, self.entry_bodies)
+        return int(n), int(others)
 
     def ground_entries(self, height: float, margin: float, reach: float, slack: float) -> \
             tuple[int, int]:
@@ -257,6 +279,24 @@ def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, 
             others += 1
         shape[n] = s
         n += 1
+    return n, others
+
+
+@njit(cache=True)
+def _near_ground(R, T, bodies, placements, kind, extent, radii, reach, slack, h, margin,
+                 material_index, params, poses, lowest, shape, point, distance, entry_params,
+                 entry_bodies):
+    """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
+    entry's params (the row of its shape's material) and body; returns (entries, entries not
+    spheres)."""
+    _world_poses(R, T, bodies, placements, poses)
+    _lowest(poses, kind, extent, lowest)
+    n, others = _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape,
+                                point, distance)
+    for e in range(n):
+        for i in range(5):
+            entry_params[e, i] = params[material_index[shape[e]], i]
+        entry_bodies[e] = bodies[shape[e]]
     return n, others
 
 

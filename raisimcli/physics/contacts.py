@@ -348,34 +348,35 @@ class ContactWorld:
     # --- detection ------------------------------------------------------------------------------
     def detect(self) -> ContactSet:
         """Contacts of the current state (within the margin)."""
-        for rs in self.robots:
-            rs.update()
         contacts = _Found(self.erp, self.slop)
         self._request.security_margin = self.margin
-        if self.ground_height is not None:
+        if self.ground_height is None:
+            for rs in self.robots:
+                rs.update()
+        else:
             h, margin = self.ground_height, self.margin
             for rs in self.robots:
-                n, others = rs.ground_entries(h, margin, h + margin, _GROUND_SLACK)
+                n, others = rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
+                                                  self._ground_params(rs))
                 if not n:
                     continue
-                params = self._ground_params(rs)
                 if not others:  # spheres only (feet): their contacts as they are
-                    contacts.add_ground_spheres(rs, 0, n, params)
+                    contacts.add_ground_spheres(rs, 0, n)
                     continue
                 spheres = 0  # the first of the sphere entries not added yet
                 for e, k in enumerate(rs.entry_shape[:n].tolist()):
                     if rs.kind[k] != SPHERE:  # coal's, after the spheres before it
-                        contacts.add_ground_spheres(rs, spheres, e, params)
+                        contacts.add_ground_spheres(rs, spheres, e)
                         self._ground_contacts(rs.system, rs.shapes[k], rs.transform(k),
                                               contacts)
                         spheres = e + 1
-                contacts.add_ground_spheres(rs, spheres, n, params)
+                contacts.add_ground_spheres(rs, spheres, n)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
         # with self-collision); one robot alone on the ground has none to test
         pairs_possible = len(self.robots) > 1 or bool(self.static) or \
             any(r.self_collision for r in self.robots)
-        if not pairs_possible:
-            return contacts.contact_set()
+        if not pairs_possible:  # then every contact is the one robot's with the ground
+            return contacts.contact_set(self.robots[0].system if self.robots else None)
         owners, group, self_pairs = self._broad_phase_entries()
         centers = np.concatenate([rs.poses[:, :3, 3] for rs in self.robots] +
                                  [self._static_centers])
@@ -510,23 +511,24 @@ class _Found:
                              np.array(bodies, dtype=np.int64)))
         self._rows = []
 
-    def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int,
-                           params: np.ndarray) -> None:
-        """The sphere entries first, ..., stop - 1 of rs.ground_entries (each a contact with the
-        ground, normal +z), as one block; `params`: the contact params of each of the robot's
-        materials with the ground (ContactWorld._ground_params)."""
+    def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int) -> None:
+        """The sphere entries first, ..., stop - 1 of rs.update_near_ground (each a contact
+        with the ground, normal +z, with its params and body), as one block."""
         if stop <= first:
             return
         self._end_rows()
-        entries = rs.entry_shape[first:stop]
-        shapes = entries.tolist()
+        shapes = rs.entry_shape[first:stop].tolist()
         self.meta.extend([rs.ground_meta[k] for k in shapes])
         self.keys.extend([rs.ground_key[k] for k in shapes])
         self._blocks.append((rs.entry_point[first:stop].copy(), None,
                              rs.entry_distance[first:stop].copy(),
-                             params[rs.material_index[entries]], rs.bodies[entries]))
+                             rs.entry_params[first:stop].copy(),
+                             rs.entry_bodies[first:stop].copy()))
 
-    def contact_set(self) -> ContactSet:
+    def contact_set(self, alone=None) -> ContactSet:
+        """The contacts found, in order; `alone`: the system when every contact is between one
+        system's body and the static world, if the caller knows it (else ContactSet finds
+        out)."""
         self._end_rows()
         if not self.meta:
             return EMPTY_CONTACTS
@@ -544,7 +546,7 @@ class _Found:
             frames[:] = _UP_FRAME
         else:
             _unit_frames(normals, frames)
-        return ContactSet(self.meta, self.keys, points, frames, distance, params,
+        return ContactSet(self.meta, self.keys, points, frames, distance, params, alone,
                           bodies_a=bodies)
 
 
