@@ -23,8 +23,9 @@ def pinocchio_floor_us(system, repeat: int = 7, number: int = 2000) -> float:
     """The Pinocchio floor of a step, forwardKinematics + crba + nonLinearEffects at the system's
     state on a data object of its own, in microseconds (per_call_us)."""
     import pinocchio as pin
-    pm, pd = system._pm, system._pm.createData()
-    q_pin, u_pin, _ = system._pin_state()
+    pm = system.pinocchio.model
+    pd = pm.createData()
+    q_pin, u_pin, _ = system.pinocchio_inputs()
 
     def floor():
         pin.forwardKinematics(pm, pd, q_pin, u_pin)

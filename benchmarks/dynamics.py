@@ -22,8 +22,9 @@ def main():
         q[s.conv.one_dof_q] = rng.uniform(-0.5, 0.5, len(s.conv.one_dof_q))
         u = rng.normal(size=s.nv)
         s.set_state(q, u)
-        pm, pd = s._pm, s._pm.createData()
-        q_pin, u_pin, _ = s._pin_state()
+        pm = s.pinocchio.model
+        pd = pm.createData()
+        q_pin, u_pin, _ = s.pinocchio_inputs()
 
         def ours_M():
             s._touched()

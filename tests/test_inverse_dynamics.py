@@ -215,7 +215,7 @@ def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, ur
     (raisimcli.physics.pinocchio_views) against the element-by-element path through Pinocchio's
     own SE3.act: the same bits, on random states, accelerations and loads (a force at a link
     point, a torque, and two contact forces at world points, all in one compiled pass)."""
-    from raisimcli.physics.articulated_system import _PointLoad
+    from raisimcli.physics.articulated_system import PointLoad
     w = World(0.001)
     s = w.add_articulated_system(load_urdf(robot(urdf)))
     s.set_compute_inverse_dynamics(True)
@@ -228,13 +228,13 @@ def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, ur
         a = rng.standard_normal(s.nv)
         s.set_external_force(links[-1], rng.standard_normal(3), rng.standard_normal(3) * 0.1)
         s.set_external_torque(links[0], rng.standard_normal(3))
-        loads = list(s._loads) + [  # contact forces: world points near the links
-            _PointLoad(link, rng.standard_normal(3) * 20, None, False,
+        loads = list(s.pending_loads) + [  # contact forces: world points near the links
+            PointLoad(link, rng.standard_normal(3) * 20, None, False,
                        world_point=s.get_frame_position(link) + rng.standard_normal(3) * 0.05)
             for link in (links[-1], links[len(links) // 2])]
         # and a step's contact forces alone, as the step hands them over (one ContactLoads)
         contact = ContactLoads(tuple(ld.link for ld in loads[-2:]),
-                               np.array([s._body_of(ld.link) for ld in loads[-2:]]),
+                               np.array([s.body_of(ld.link) for ld in loads[-2:]]),
                                np.array([ld.world_point for ld in loads[-2:]]),
                                np.array([ld.vector for ld in loads[-2:]]))
         for step_loads in (loads, [contact]):
@@ -245,4 +245,4 @@ def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, ur
             for name in ("force", "torque", "actuation"):
                 x, y = getattr(fast, name), getattr(slow, name)
                 assert np.array_equal(x, y, equal_nan=True), (name, np.max(np.abs(x - y)))
-        s._loads.clear()
+        s.pending_loads.clear()

@@ -155,7 +155,7 @@ def test_inverse_dynamics_of_a_runge_kutta_step_is_at_the_steps_start():
     """RK4 evaluates M, h and the loads at four stages; inverse dynamics must still see the
     step's start: a load at a link point acts where that point is at the start. Against a second
     system left at the start state, whose inverse dynamics takes the same acceleration and load."""
-    from raisimcli.physics.articulated_system import _PointLoad
+    from raisimcli.physics.articulated_system import PointLoad
     rng = np.random.default_rng(3)
     systems = []
     for _ in range(2):
@@ -174,7 +174,7 @@ def test_inverse_dynamics_of_a_runge_kutta_step_is_at_the_steps_start():
     s.set_external_force(link, force, point)
     w.integrate()
     assert s.effective_scheme() == "RUNGE_KUTTA_4"
-    expected = ref._idyn.compute(q0, u0, (s.u - u0) / w.dt, [_PointLoad(link, force, point)])
+    expected = ref._idyn.compute(q0, u0, (s.u - u0) / w.dt, [PointLoad(link, force, point)])
     for name in ("force", "torque", "actuation"):
         assert np.array_equal(getattr(s.joint_wrenches, name), getattr(expected, name),
                               equal_nan=True), name

@@ -5,9 +5,10 @@ from raisimcli.physics.articulated_system import (
     PD_PLUS_FEEDFORWARD_TORQUE,
     SCHEMES,
     ArticulatedSystem,
+    PointLoad,
     Spring,
 )
 from raisimcli.physics.world import World
 
-__all__ = ["World", "ArticulatedSystem", "Spring", "FORCE_AND_TORQUE",
+__all__ = ["World", "ArticulatedSystem", "PointLoad", "Spring", "FORCE_AND_TORQUE",
            "PD_PLUS_FEEDFORWARD_TORQUE", "SCHEMES"]

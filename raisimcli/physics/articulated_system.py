@@ -45,7 +45,13 @@ class Spring:
 
 
 @dataclass
-class _PointLoad:
+class PointLoad:
+    """A force or torque on one step: `vector` (3,) in the world frame (N, or N m when
+    `is_torque`) on `link`'s rigid body, acting at `point` given in the link's frame, at
+    `world_point` given in the world frame (contact and constraint forces), or at the body's COM
+    when both are None. External forces set with set_external_force are these; inverse dynamics
+    takes them with the step's contact forces (ContactLoads)."""
+
     link: str
     vector: np.ndarray          # world frame, N or N m
     point: np.ndarray | None    # in the link frame; None: the COM of the link's body
@@ -133,7 +139,7 @@ class ArticulatedSystem:
         self.motor_region_enforced = True
         self.springs: list[Spring] = [Spring(j.name, j.stiffness, np.array(j.spring_mount))
                                       for j in model.moving_joints if j.stiffness > 0]
-        self._loads: list[_PointLoad] = []
+        self.pending_loads: list[PointLoad] = []
         self.scheme = "SEMI_IMPLICIT"
         self.joint_rows = JointRowTable(model, self.transmission.output_friction, self.name)
         self.solver_max_iterations = DEFAULT_MAX_ITERATIONS
@@ -159,7 +165,7 @@ class ArticulatedSystem:
         self.torque: dict[str, np.ndarray] = {}
         self.actuator_state: ActuatorState | None = None
         self.solver_iterations = 0
-        self._pd_error = np.zeros(nv)
+        self.pd_error = np.zeros(nv)
         self._stage = None  # quantities of integrate1, used by integrate2
 
     # ============================================================================================
@@ -172,6 +178,13 @@ class ArticulatedSystem:
         if not np.isfinite(a).all():
             raise StateError(f"{self.name}: {what} must be finite")
         return a
+
+    def invalidate(self) -> None:
+        """Forget everything derived from the state (M, h, kinematics, the implicit diagonal,
+        an integrate1 not followed by integrate2), after the state was set from a record."""
+        self._w_key = None
+        self._stage = None
+        self._touched()
 
     def _touched(self) -> None:
         self._state_version += 1
@@ -215,9 +228,12 @@ class ArticulatedSystem:
         return self.nq
 
     # ============================================================================================
-    # kinematics (world frame)
+    # kinematics (world frame). The kinematics adapter: what contacts, collision, constraints and
+    # inverse dynamics read of a system (pinocchio_inputs, kinematics, pinocchio_data,
+    # placement_views, body_placements, point_jacobian_views, body_of, point_jacobians,
+    # load_point_world, load_as_local_force, gravity)
     # ============================================================================================
-    def _pin_state(self):
+    def pinocchio_inputs(self):
         """(q_pin, u_pin, R) at the current state: Pinocchio's coordinates and velocity, and the
         rotation blocks of the velocity transform T of :mod:`raisimcli.physics.conventions`
         (None when T = I)."""
@@ -229,14 +245,37 @@ class ArticulatedSystem:
                                                           self.pinocchio.q_to_pin)
         return self._cache["pin"]
 
-    def _kinematics(self):
-        """Forward kinematics (placements and velocities) and frame placements."""
+    def kinematics(self):
+        """Forward kinematics (placements and velocities) and frame placements at the current
+        state, into pinocchio_data (once per state); returns pinocchio_inputs()."""
         if "kin" not in self._cache:
-            q_pin, u_pin, _ = self._pin_state()
+            q_pin, u_pin, _ = self.pinocchio_inputs()
             pin.forwardKinematics(self._pm, self._data, q_pin, u_pin)
             pin.updateFramePlacements(self._pm, self._data)
             self._cache["kin"] = True
-        return self._pin_state()
+        return self.pinocchio_inputs()
+
+    @property
+    def pinocchio_data(self):
+        """Pinocchio's data of the step: kinematics() fills its placements and velocities, the
+        step its M, h and joint Jacobians. Read it, never write it."""
+        return self._data
+
+    @property
+    def placement_views(self):
+        """(R, T): the views of body_placements as they are, without computing the kinematics
+        (None when no views could be made)."""
+        return self._placements
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """The gravity (3,) m/s^2 of the world the system is in."""
+        return self._gravity
+
+    def set_gravity(self, gravity: np.ndarray) -> None:
+        """Set by the World the system is in (World.set_gravity)."""
+        self._gravity = gravity
+        self._touched()
 
     def body_placements(self):
         """(R (njoints, 3, 3), T (njoints, 3)): every body's world rotation and position at the
@@ -245,14 +284,14 @@ class ArticulatedSystem:
         could be made (then read data.oMi)."""
         if self._placements is None:
             return None
-        self._kinematics()
+        self.kinematics()
         return self._placements
 
     def point_jacobian_views(self) -> PointJacobianViews:
         """The joint Jacobians and placements at the current state, for compiled point
         Jacobians (see PointJacobianViews)."""
         self._joint_jacobians()
-        R = self._pin_state()[2]
+        R = self.pinocchio_inputs()[2]
         J = self._J_view if self._J_view is not None else self._data.J.reshape(6, self.nv)
         origins = self._placements[1] if self._placements is not None else \
             np.array([self._data.oMi[k].translation for k in range(self._pm.njoints)])
@@ -273,7 +312,7 @@ class ArticulatedSystem:
 
     def _joint_jacobians(self):
         if "jac" not in self._cache:
-            self._kinematics()
+            self.kinematics()
             pin.computeJointJacobians(self._pm, self._data)
             self._cache["jac"] = True
 
@@ -287,22 +326,23 @@ class ArticulatedSystem:
             raise StateError(f"{self.name}: no link or joint named {name!r}")
         return fid
 
-    def _body_of(self, link: str) -> int:
+    def body_of(self, link: str) -> int:
+        """The Pinocchio joint id of the rigid body that `link` belongs to."""
         return self._pm.frames[self._frame(link)].parentJoint
 
     def get_frame_position(self, name: str) -> np.ndarray:
         """World position (3,) of a link frame (or a joint's frame: its child link's frame)."""
-        self._kinematics()
+        self.kinematics()
         return self._data.oMf[self._frame(name)].translation.copy()
 
     def get_frame_orientation(self, name: str) -> np.ndarray:
         """World rotation matrix (3, 3) of a link or joint frame."""
-        self._kinematics()
+        self.kinematics()
         return self._data.oMf[self._frame(name)].rotation.copy()
 
     def get_frame_velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(linear velocity of the frame origin, angular velocity), both (3,) in the world."""
-        self._kinematics()
+        self.kinematics()
         v = pin.getFrameVelocity(self._pm, self._data, self._frame(name),
                                  pin.LOCAL_WORLD_ALIGNED)
         return v.linear.copy(), v.angular.copy()
@@ -313,9 +353,12 @@ class ArticulatedSystem:
     def get_body_orientation(self, link: str) -> np.ndarray:
         return self.get_frame_orientation(link)
 
-    def _jacobians_at(self, body: int, point_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def point_jacobians(self, body: int, point_world) -> tuple[np.ndarray, np.ndarray]:
+        """(J_lin, J_rot), (3, nv) each: the Jacobians of the world velocity of the world point
+        `point_world` fixed to `body` and of the body's world angular velocity, at the current
+        state, in our velocity coordinates."""
         self._joint_jacobians()
-        R = self._pin_state()[2]
+        R = self.pinocchio_inputs()[2]
         Jj = pin.getJointJacobian(self._pm, self._data, body, pin.LOCAL_WORLD_ALIGNED)
         Jj = Jj.reshape(6, self.nv)  # eigenpy returns (6,) when nv == 1
         origin = self._data.oMi[body].translation
@@ -329,32 +372,32 @@ class ArticulatedSystem:
     def get_dense_jacobian(self, link: str, point=None) -> np.ndarray:
         """(3, nv) Jacobian of the world velocity of a point fixed to `link`'s body; `point` in the
         world frame (default: the link frame's origin)."""
-        body = self._body_of(link)
+        body = self.body_of(link)
         p = self.get_frame_position(link) if point is None else np.asarray(point, dtype=float)
-        return self._jacobians_at(body, p)[0]
+        return self.point_jacobians(body, p)[0]
 
     def get_dense_rotational_jacobian(self, link: str) -> np.ndarray:
         """(3, nv) Jacobian of the world angular velocity of `link`'s body."""
-        body = self._body_of(link)
-        return self._jacobians_at(body, self.get_frame_position(link))[1]
+        body = self.body_of(link)
+        return self.point_jacobians(body, self.get_frame_position(link))[1]
 
     def get_center_of_mass(self) -> np.ndarray:
         """World position (3,) of the centre of mass of the moving bodies."""
         if "com" not in self._cache:
-            q_pin = self._pin_state()[0]
+            q_pin = self.pinocchio_inputs()[0]
             self._cache["com"] = pin.centerOfMass(self._pm, self._data, q_pin, False).copy()
         return self._cache["com"]
 
     def get_linear_momentum(self) -> np.ndarray:
         """(3,) world frame, kg m/s: sum of m v_com over the moving bodies."""
-        q_pin, u_pin, _ = self._kinematics()
+        q_pin, u_pin, _ = self.kinematics()
         pin.computeCentroidalMomentum(self._pm, self._data, q_pin, u_pin)
         return self._data.hg.linear.copy()
 
     def get_angular_momentum(self, point=None) -> np.ndarray:
         """(3,) world frame, about the world point `point` (default: the centre of mass). Rotor
         inertia is internal to the joints and not part of it."""
-        q_pin, u_pin, _ = self._kinematics()
+        q_pin, u_pin, _ = self.kinematics()
         pin.computeCentroidalMomentum(self._pm, self._data, q_pin, u_pin)
         L = self._data.hg.angular.copy()
         if point is not None:
@@ -368,7 +411,7 @@ class ArticulatedSystem:
     def get_mass_matrix(self) -> np.ndarray:
         """M (nv, nv), rotor inertia included on its diagonal."""
         if "M" not in self._cache:
-            q_pin, _, R = self._pin_state()
+            q_pin, _, R = self.pinocchio_inputs()
             upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
             M_pin, M = self.conv.mass_matrix(self._no_blocks if R is None else R, upper)
             self._cache["M_pin"], self._cache["M"] = M_pin, M
@@ -380,8 +423,8 @@ class ArticulatedSystem:
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
         key = ("h", g.tobytes())  # (cheaper than a tuple of its three numpy scalars)
         if key not in self._cache:
-            q_pin, u_pin, R = self._pin_state()
-            self._sync_gravity(g)
+            q_pin, u_pin, R = self.pinocchio_inputs()
+            self.sync_gravity(g)
             h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
             if R is None:
                 h = h_pin.copy()
@@ -391,7 +434,7 @@ class ArticulatedSystem:
             self._cache[key] = h
         return self._cache[key]
 
-    def _sync_gravity(self, g: np.ndarray) -> None:
+    def sync_gravity(self, g: np.ndarray) -> None:
         """Give the Pinocchio model the gravity g (only when it changed)."""
         key = g.tobytes()
         if key != self._pin_gravity:
@@ -520,11 +563,11 @@ class ArticulatedSystem:
 
     def _spring_vectors(self) -> None:
         self.k_s = np.zeros(self.nv)
-        self._spring_rest = self.q.copy()
+        self.spring_rest = self.q.copy()
         for s in self.springs:
             j = self._joint(s.joint)
             self.k_s[j.u_slice] += s.stiffness
-            self._spring_rest[j.q_slice] = s.rest
+            self.spring_rest[j.q_slice] = s.rest
         # with several springs on one joint, the stiffness adds and the last rest position wins
         # for spherical joints; for 1-DoF joints the combined rest is the stiffness-weighted mean
         for name in {s.joint for s in self.springs}:
@@ -533,7 +576,7 @@ class ArticulatedSystem:
             if j.nv == 1 and len(group) > 1:
                 k = sum(s.stiffness for s in group)
                 if k > 0:
-                    self._spring_rest[j.q_slice] = sum(s.stiffness * s.rest for s in group) / k
+                    self.spring_rest[j.q_slice] = sum(s.stiffness * s.rest for s in group) / k
 
     def _joint(self, name: str):
         for j in self.model.moving_joints:
@@ -547,12 +590,13 @@ class ArticulatedSystem:
         self._frame(link)
         f = self._check(force, 3, "external force")
         p = None if point is None else self._check(point, 3, "point")
-        self._loads.append(_PointLoad(link, f, p))
+        self.pending_loads.append(PointLoad(link, f, p))
 
     def set_external_torque(self, link: str, torque) -> None:
         """A world-frame torque (3,) on `link`'s body, for the next step."""
         self._frame(link)
-        self._loads.append(_PointLoad(link, self._check(torque, 3, "external torque"), None, True))
+        torque = self._check(torque, 3, "external torque")
+        self.pending_loads.append(PointLoad(link, torque, None, True))
 
     def set_constraint_force(self, link: str, force, point=None) -> None:
         """Like set_external_force: a force of an outside constraint, for the next step."""
@@ -583,22 +627,26 @@ class ArticulatedSystem:
             self._w_key = key
         return self._w
 
-    def _load_point_world(self, load, data) -> tuple[int, np.ndarray]:
-        """(body, world point) where a load acts: its point (link frame) or the body's COM."""
-        body = self._body_of(load.link)
+    def load_point_world(self, load: PointLoad) -> tuple[int, np.ndarray]:
+        """(body, world point) where a load acts: its point (link frame) or the body's COM, at
+        the kinematics of the current state (call kinematics() first)."""
+        data = self._data
+        body = self.body_of(load.link)
         if load.world_point is not None:
             return body, load.world_point
         if load.point is None:
             return body, data.oMi[body].act(self._pm.inertias[body].lever)
         return body, data.oMf[self._frame(load.link)].act(load.point)
 
-    def _load_as_local_force(self, load, data) -> tuple[int, pin.Force]:
-        """(body, the load as a spatial force in the body's frame, about its origin)."""
-        body = self._body_of(load.link)
+    def load_as_local_force(self, load: PointLoad) -> tuple[int, pin.Force]:
+        """(body, the load as a spatial force in the body's frame, about its origin), at the
+        kinematics of the current state (call kinematics() first)."""
+        data = self._data
+        body = self.body_of(load.link)
         R = data.oMi[body].rotation
         if load.is_torque:
             return body, pin.Force(np.zeros(3), matmul(R.T, load.vector))
-        _, p = self._load_point_world(load, data)
+        _, p = self.load_point_world(load)
         r_local = matmul(R.T, p - data.oMi[body].translation)
         F_local = matmul(R.T, load.vector)
         return body, pin.Force(F_local, cross(r_local, F_local))
@@ -606,13 +654,13 @@ class ArticulatedSystem:
     def _external_generalized_force(self) -> np.ndarray:
         """J^T F_ext (nv,) of the loads set for this step."""
         tau = np.zeros(self.nv)
-        if self._loads:
-            self._kinematics()
-        for load in self._loads:
-            body, p = self._load_point_world(load, self._data)
+        if self.pending_loads:
+            self.kinematics()
+        for load in self.pending_loads:
+            body, p = self.load_point_world(load)
             if load.is_torque:
                 p = self._data.oMi[body].translation
-            J_lin, J_rot = self._jacobians_at(body, p)
+            J_lin, J_rot = self.point_jacobians(body, p)
             tau += matmul((J_rot if load.is_torque else J_lin).T, load.vector)
         return tau
 
@@ -627,7 +675,7 @@ class ArticulatedSystem:
             PD_PLUS_FEEDFORWARD_TORQUE else np.zeros(self.nv)
         tau_act, act_state = actuator_torques(self.transmission, self.tau_a, u,
                                               self.motor_region_enforced)
-        spring_err = self.conv.difference(q, self._spring_rest, floating=False) \
+        spring_err = self.conv.difference(q, self.spring_rest, floating=False) \
             if self.springs else np.zeros(self.nv)
         tau_ext = self._external_generalized_force()
         w = self._implicit_diagonal(dt)
@@ -662,9 +710,9 @@ class ArticulatedSystem:
         depends on the gains that a controller may set before integrate2, is made there."""
         cache, g = self._cache, self._gravity
         if not self.conv.identity and "M" not in cache:  # M and h in one compiled call
-            q_pin, u_pin, R = self._pin_state()
+            q_pin, u_pin, R = self.pinocchio_inputs()
             upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
-            self._sync_gravity(g)
+            self.sync_gravity(g)
             h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
             cache["M_pin"], cache["M"], cache[("h", g.tobytes())] = \
                 self.conv.dynamics(R, upper, h_pin, u_pin)
@@ -705,7 +753,7 @@ class ArticulatedSystem:
         q, u = self.q, self.u
         # Pinocchio's inputs at the step's start, for inverse dynamics (before RK4's stages
         # move the kinematics)
-        start_pin = self._pin_state() if self.compute_inverse_dynamics else None
+        start_pin = self.pinocchio_inputs() if self.compute_inverse_dynamics else None
         scheme = self.effective_scheme()
         if s.elimination is not None:
             point_loads = point_loads + self._constraint_report(s, dt, impulse_by_source)
@@ -738,11 +786,11 @@ class ArticulatedSystem:
         self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt,
-                                                     self._loads + point_loads, start_pin)
+                                                     self.pending_loads + point_loads, start_pin)
         self.torque = table
         self.actuator_state = act_state
-        self._pd_error = s.q_err
-        self._loads.clear()
+        self.pd_error = s.q_err
+        self.pending_loads.clear()
         self.q, self.u = q_next, u_next
         self._touched()
         self._stage = None
@@ -809,7 +857,6 @@ class ArticulatedSystem:
         self.compute_inverse_dynamics = bool(flag)
         if flag and self._idyn is None:
             from raisimcli.physics.inverse_dynamics import InverseDynamics
-            self._idyn_data = self._pm.createData()
             self._idyn = InverseDynamics(self)
 
     def _joint_index(self, joint: str) -> int:
@@ -858,7 +905,7 @@ class ArticulatedSystem:
     def _attach(self, link1, link2, anchor):
         self._frame(link1)
         self._frame(link2)
-        if self._body_of(link1) == self._body_of(link2):
+        if self.body_of(link1) == self.body_of(link2):
             raise StateError(f"{self.name}: {link1!r} and {link2!r} are one rigid body")
         a1 = self._check(anchor, 3, "anchor")
         p1 = self.get_frame_position(link1) + matmul(self.get_frame_orientation(link1), a1)
@@ -923,8 +970,8 @@ class ArticulatedSystem:
             err[:r1 - r0] = elim.e_all[r0:r1]
             impulses.append(vec)
             errors.append(err)
-            loads.append(_PointLoad(c.link1, vec / dt, None, False, world_point=points[0]))
-            loads.append(_PointLoad(c.link2, -vec / dt, None, False, world_point=points[1]))
+            loads.append(PointLoad(c.link1, vec / dt, None, False, world_point=points[0]))
+            loads.append(PointLoad(c.link2, -vec / dt, None, False, world_point=points[1]))
         self.constraint_impulses = np.array(impulses)
         self.constraint_errors = np.array(errors)
         return loads
@@ -939,7 +986,7 @@ class ArticulatedSystem:
         step and the current velocity, the actuator bounds at the current motor speeds. No damping,
         springs, external forces, implicit terms or impulses."""
         kp, kd = self._gains()
-        tau_cmd = clamped_command(self.tau_ff, pd_torque(kp, kd, self._pd_error, self.u_ref,
+        tau_cmd = clamped_command(self.tau_ff, pd_torque(kp, kd, self.pd_error, self.u_ref,
                                                          self.u), self.tau_lower, self.tau_upper)
         tau_act, _ = actuator_torques(self.transmission, self.tau_a, self.u,
                                       self.motor_region_enforced)
@@ -950,5 +997,5 @@ def _skew(r) -> np.ndarray:
     return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
 
 
-__all__ = ["ArticulatedSystem", "Spring", "FORCE_AND_TORQUE", "PD_PLUS_FEEDFORWARD_TORQUE",
+__all__ = ["ArticulatedSystem", "PointLoad", "Spring", "FORCE_AND_TORQUE", "PD_PLUS_FEEDFORWARD_TORQUE",
            "SCHEMES"]

@@ -306,8 +306,8 @@ def transform(T: np.ndarray) -> coal.Transform3s:
 
 def shape_poses(system, shapes: list[Shape]) -> list[np.ndarray]:
     """World poses (4, 4) of a system's shapes at its current state."""
-    system._kinematics()
-    data = system._data
+    system.kinematics()
+    data = system.pinocchio_data
     out = []
     for s in shapes:
         oMb = data.oMi[s.body].homogeneous

@@ -76,14 +76,14 @@ def constraint_rows(system):
             p1 = system.get_frame_position(c.link1) + matmul(R1, c.anchor1)
             p2 = system.get_frame_position(c.link2) + matmul(system.get_frame_orientation(c.link2),
                                                               c.anchor2)
-            b1, b2 = system._body_of(c.link1), system._body_of(c.link2)
+            b1, b2 = system.body_of(c.link1), system.body_of(c.link2)
             if c.kind == "pin":
-                J1 = system._jacobians_at(b1, p1)[0] if b1 > 0 else np.zeros((3, system.nv))
-                J2 = system._jacobians_at(b2, p2)[0] if b2 > 0 else np.zeros((3, system.nv))
+                J1 = system.point_jacobians(b1, p1)[0] if b1 > 0 else np.zeros((3, system.nv))
+                J2 = system.point_jacobians(b2, p2)[0] if b2 > 0 else np.zeros((3, system.nv))
                 axes = np.eye(3)
             else:
-                J1 = system._jacobians_at(b1, p2)[0] if b1 > 0 else np.zeros((3, system.nv))
-                J2 = system._jacobians_at(b2, p2)[0] if b2 > 0 else np.zeros((3, system.nv))
+                J1 = system.point_jacobians(b1, p2)[0] if b1 > 0 else np.zeros((3, system.nv))
+                J2 = system.point_jacobians(b2, p2)[0] if b2 > 0 else np.zeros((3, system.nv))
                 axes = matmul(R1, c.axes.T).T
             for a in axes:
                 rows.append(matmul(a, J1 - J2))

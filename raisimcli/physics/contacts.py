@@ -113,13 +113,13 @@ class Contact:
     def loads_on(self, system, dt: float) -> list:
         """The contact force (impulse / dt) as point loads on `system`'s bodies, for inverse
         dynamics."""
-        from raisimcli.physics.articulated_system import _PointLoad
+        from raisimcli.physics.articulated_system import PointLoad
         out = []
         if self.system_a is system:
-            out.append(_PointLoad(self.link_a, self.impulse / dt, None, False,
+            out.append(PointLoad(self.link_a, self.impulse / dt, None, False,
                                   world_point=self.position))
         if self.system_b is system:
-            out.append(_PointLoad(self.name_b, -self.impulse / dt, None, False,
+            out.append(PointLoad(self.name_b, -self.impulse / dt, None, False,
                                   world_point=self.position))
         return out
 
@@ -140,8 +140,8 @@ class ContactLoads(NamedTuple):
 
     def as_point_loads(self) -> list:
         """The same loads one object each (ArticulatedSystem's point loads)."""
-        from raisimcli.physics.articulated_system import _PointLoad
-        return [_PointLoad(link, self.vectors[k], None, False, world_point=self.points[k])
+        from raisimcli.physics.articulated_system import PointLoad
+        return [PointLoad(link, self.vectors[k], None, False, world_point=self.points[k])
                 for k, link in enumerate(self.links)]
 
 

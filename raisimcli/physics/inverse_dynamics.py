@@ -238,7 +238,8 @@ class InverseDynamics:
         self.moving = [(k, links[j.child].body, j) for k, j in enumerate(model.joints)
                        if j.type != "fixed"]
         # the compiled path: index arrays, and views of the RNEA data's placements and forces
-        self._views = checked_views(system._pm, system._idyn_data)
+        self.data = system.pinocchio.model.createData()  # RNEA's, apart from the step's
+        self._views = checked_views(system.pinocchio.model, self.data)
         self._moving_rows = np.array([k for k, _, _ in self.moving], dtype=np.int64)
         self._moving_bodies = np.array([b for _, b, _ in self.moving], dtype=np.int64)
         one = [(k, b, j) for k, b, j in self.moving if j.nv == 1]
@@ -248,7 +249,7 @@ class InverseDynamics:
         self._one_prismatic = np.array([j.type == "prismatic" for _, _, j in one])
         if self._views is not None:
             from raisimcli.physics.pinocchio_views import extra_views
-            self._extra = extra_views(system._idyn_data, system._pm.njoints)
+            self._extra = extra_views(self.data, system.pinocchio.model.njoints)
             f = self.fixed
             self._fixed_rows = np.array([x[0] for x in f], dtype=np.int64)
             self._fixed_bodies = np.array([x[2] for x in f], dtype=np.int64)
@@ -262,7 +263,7 @@ class InverseDynamics:
             self._hang_off = np.cumsum([0] + [len(x[6]) for x in f]).astype(np.int64)
             self._hang_bodies = np.array([c for x in f for c in x[6]], dtype=np.int64)
         self._fext = pin.StdVec_Force()
-        for _ in range(system._pm.njoints):
+        for _ in range(system.pinocchio.model.njoints):
             self._fext.append(pin.Force.Zero())
         self._loaded: list[int] = []  # bodies whose entry of _fext is not zero
         self._cleared = np.zeros(0, dtype=np.int64)  # the same, for the compiled pass
@@ -270,7 +271,7 @@ class InverseDynamics:
         # link, the fixed joints' masks of welded links per tuple of loaded links
         from raisimcli.physics.pinocchio_views import checked_force_vector
         self._fext_views = checked_force_vector(self._fext) \
-            if self._views is not None and system._placements is not None else None
+            if self._views is not None and system.placement_views is not None else None
         self._link_body: dict[str, int] = {}
         self._masks: dict[tuple, np.ndarray] = {}
         # scratch of the compiled passes, made once: the moments about the world origin and the
@@ -306,7 +307,7 @@ class InverseDynamics:
         vectors = np.empty((n, 3))
         torques = np.empty(n, dtype=np.bool_)
         if loads:
-            s._kinematics()
+            s.kinematics()
         k = 0
         for ld in loads:
             if isinstance(ld, ContactLoads):  # forces at world points, as arrays
@@ -319,11 +320,11 @@ class InverseDynamics:
                 continue
             body = self._link_body.get(ld.link)
             if body is None:
-                body = self._link_body[ld.link] = s._body_of(ld.link)
+                body = self._link_body[ld.link] = s.body_of(ld.link)
             bodies[k], vectors[k], torques[k] = body, ld.vector, ld.is_torque
             if not ld.is_torque:
                 points[k] = ld.world_point if ld.world_point is not None else \
-                    s._load_point_world(ld, s._data)[1]
+                    s.load_point_world(ld)[1]
             links.append(ld.link)
             k += 1
         return self._loads_of(tuple(links), bodies, points, vectors, torques)
@@ -333,9 +334,9 @@ class InverseDynamics:
         3), `torques` (n,) whether each is a pure torque (the step's kinematics are read)."""
         n = len(links)
         if n:
-            self.system._kinematics()
+            self.system.kinematics()
         lin, ang = np.empty((n, 3)), np.empty((n, 3))
-        R, T = self.system._placements
+        R, T = self.system.placement_views
         f_lin, f_ang = self._fext_views
         _loads_in_body_frames(R, T, bodies, points, vectors, torques, self._cleared, f_lin,
                               f_ang, lin, ang)
@@ -348,8 +349,8 @@ class InverseDynamics:
         the step's point loads (see ArticulatedSystem); `pin_state`: (q_pin, u_pin, R) at (q, u)
         when the caller has them (the step's start), else they are computed here."""
         s = self.system
-        pm, data = s._pm, s._idyn_data
-        s._sync_gravity(s._gravity)
+        pm, data = s.pinocchio.model, self.data
+        s.sync_gravity(s.gravity)
         conv = s.conv
         if conv.identity:
             q_pin = q[s.pinocchio.q_to_pin]
@@ -374,9 +375,9 @@ class InverseDynamics:
                 fext[body] = pin.Force.Zero()
             self._loaded, self._cleared = [], np.zeros(0, dtype=np.int64)
             if loads:
-                s._kinematics()
+                s.kinematics()
                 for ld in loads:
-                    body, f_local = s._load_as_local_force(ld, s._data)
+                    body, f_local = s.load_as_local_force(ld)
                     fext[body] = fext[body] + f_local
                     per_link.append((ld.link, body, f_local))
                     self._loaded.append(body)

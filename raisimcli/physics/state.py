@@ -77,9 +77,9 @@ def system_state(s) -> SystemState:
         tau_a=_copy(s.tau_a), bus_voltage=_copy(s.transmission.bus_voltage),
         motor_region_enforced=bool(s.motor_region_enforced),
         springs=tuple((sp.joint, float(sp.stiffness), _copy(sp.rest)) for sp in s.springs),
-        k_s=_copy(s.k_s), spring_rest=_copy(s._spring_rest),
-        loads=tuple(copy.deepcopy(ld) for ld in s._loads), scheme=s.scheme,
-        had_contact=bool(s.had_contact), pd_error=_copy(s._pd_error),
+        k_s=_copy(s.k_s), spring_rest=_copy(s.spring_rest),
+        loads=tuple(copy.deepcopy(ld) for ld in s.pending_loads), scheme=s.scheme,
+        had_contact=bool(s.had_contact), pd_error=_copy(s.pd_error),
         solver_max_iterations=int(s.solver_max_iterations),
         solver_tolerance=float(s.solver_tolerance), constraint_erp=float(s.constraint_erp),
         compute_inverse_dynamics=bool(s.compute_inverse_dynamics))
@@ -101,13 +101,11 @@ def restore_system(s, st: SystemState) -> None:
     s.transmission.set_bus_voltage(_copy(st.bus_voltage))
     s.motor_region_enforced = st.motor_region_enforced
     s.springs = [Spring(j, k, _copy(rest)) for j, k, rest in st.springs]
-    s.k_s, s._spring_rest = _copy(st.k_s), _copy(st.spring_rest)
-    s._loads[:] = [copy.deepcopy(ld) for ld in st.loads]
+    s.k_s, s.spring_rest = _copy(st.k_s), _copy(st.spring_rest)
+    s.pending_loads[:] = [copy.deepcopy(ld) for ld in st.loads]
     s.scheme, s.had_contact = st.scheme, st.had_contact
-    s._pd_error = _copy(st.pd_error)
+    s.pd_error = _copy(st.pd_error)
     s.solver_max_iterations, s.solver_tolerance = st.solver_max_iterations, st.solver_tolerance
     s.constraint_erp = st.constraint_erp
     s.set_compute_inverse_dynamics(st.compute_inverse_dynamics)
-    s._w_key = None     # derived quantities: recomputed from the state
-    s._stage = None
-    s._touched()
+    s.invalidate()  # derived quantities: recomputed from the state

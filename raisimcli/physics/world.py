@@ -38,8 +38,7 @@ class World:
     def set_gravity(self, gravity) -> None:
         self.gravity = np.array(gravity, dtype=float)
         for s in self.systems:
-            s._gravity = self.gravity
-            s._touched()
+            s.set_gravity(self.gravity)
 
     def get_gravity(self) -> np.ndarray:
         return self.gravity.copy()
@@ -53,7 +52,7 @@ class World:
             raise StateError(f"{name or model.name!r} is not a valid robot name: "
                              f"{ROBOT_NAME_RULE} (pass name=...)")
         system = ArticulatedSystem(model, name=name)
-        system._gravity = self.gravity
+        system.set_gravity(self.gravity)
         if any(s.name == system.name for s in self.systems):
             raise StateError(f"a system named {system.name!r} is already in the world")
         self.systems.append(system)

@@ -168,5 +168,5 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
         torque = dict(zip(names, table))
         torque["total"] = table[-1]
         s.end_step(dt, st, q_next, u_next, torque, st.act_state, point_loads, int(sweeps),
-                   bool(nc), s._pin_state() if s.compute_inverse_dynamics else None)
+                   bool(nc), s.pinocchio_inputs() if s.compute_inverse_dynamics else None)
     return keys, lam
