@@ -223,6 +223,44 @@ def test_robots_that_do_not_touch_are_independent_islands():
     assert len(together.contacts) == sum(len(w.contacts) for w, _ in alone) > 0
 
 
+def test_islands_whose_contacts_interleave_step_as_their_own_worlds():
+    """Robot c lies between a and b in the world's order, so the island of a and b (they
+    collide while rolling on the ground) has contacts 0, 2 and 3 (a's and b's with the ground,
+    then theirs) and c's island contact 1: each island steps, and its contacts get the results,
+    exactly as in a world of its own."""
+    def ball(w, name, x, vx):
+        s = w.add_articulated_system(load_urdf_string(box_urdf(1.0, (0.1, 0, 0), "sphere")),
+                                     name=name)
+        q = s.get_generalized_coordinate()
+        q[:3] = [x, 0.0, 0.1]
+        u = np.zeros(6)
+        u[0] = vx
+        s.set_state(q, u)
+        return s
+
+    balls = {"a": (-0.3, 2.0), "c": (5.0, 0.0), "b": (0.3, -0.5)}
+    worlds = {}
+    for names in ("acb", "ab", "c"):
+        w = World(0.001)
+        w.add_ground()
+        worlds[names] = (w, {n: ball(w, n, *balls[n]) for n in names})
+    (w3, all3), (wp, pair), (wc, lone) = worlds["acb"], worlds["ab"], worlds["c"]
+    touched = False
+    for _ in range(300):
+        for w, _ in worlds.values():
+            w.integrate()
+        for name, s in all3.items():
+            ref = (lone if name == "c" else pair)[name]
+            assert s.q.tobytes() == ref.q.tobytes() and s.u.tobytes() == ref.u.tobytes()
+        by_key = {c.key: c for w in (wp, wc) for c in w.contacts}
+        assert len(w3.contacts) == len(by_key)
+        for c in w3.contacts:
+            assert c.impulse.tobytes() == by_key[c.key].impulse.tobytes()
+            assert c.velocity_contact.tobytes() == by_key[c.key].velocity_contact.tobytes()
+        touched |= len(wp.contacts) == 3
+    assert touched  # a and b did collide (with both on the ground)
+
+
 def test_two_quadrupeds_apart_step_as_each_alone_joint_rows_included():
     """Robots of the same URDF have joints of the same names: the warm start of one robot's
     joint rows (friction, limits) must be its own impulses, never the other robot's, so that

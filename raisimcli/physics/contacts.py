@@ -157,12 +157,14 @@ class ContactSet(Sequence):
     (n,): each contact's body A (made from `meta` when not given)."""
 
     def __init__(self, meta: list, keys: list, points, frames, distance, params,
-                 alone: object | None = None, bodies_a: np.ndarray | None = None):
+                 alone: object | None = None, bodies_a: np.ndarray | None = None,
+                 results: bool = True):
         self.meta, self.keys = meta, keys
         self.points, self.frames, self.distance, self.params = points, frames, distance, params
         n = len(meta)
-        self.impulse, self.impulse_contact = np.zeros((n, 3)), np.zeros((n, 3))
-        self.velocity_contact, self.target = np.zeros((n, 3)), np.zeros(n)
+        if results:  # (span() gives views of another set's instead)
+            self.impulse, self.impulse_contact = np.zeros((n, 3)), np.zeros((n, 3))
+            self.velocity_contact, self.target = np.zeros((n, 3)), np.zeros(n)
         if alone is None and n:
             first = meta[0][0]
             if all(m[0] is first and m[3] is None for m in meta):
@@ -217,6 +219,19 @@ class ContactSet(Sequence):
         return ContactSet([self.meta[i] for i in indices], [self.keys[i] for i in indices],
                           self.points[idx], self.frames[idx], self.distance[idx],
                           self.params[idx])
+
+    def span(self, first: int, stop: int) -> "ContactSet":
+        """The contacts first, ..., stop - 1 as a set of their own whose arrays are views of
+        this set's, results included: what a step writes into it is written here."""
+        part = ContactSet(self.meta[first:stop], self.keys[first:stop], self.points[first:stop],
+                          self.frames[first:stop], self.distance[first:stop],
+                          self.params[first:stop], bodies_a=self.bodies_a[first:stop],
+                          results=False)
+        part.impulse, part.impulse_contact = self.impulse[first:stop], \
+            self.impulse_contact[first:stop]
+        part.velocity_contact, part.target = self.velocity_contact[first:stop], \
+            self.target[first:stop]
+        return part
 
     def put_results(self, indices, part: "ContactSet") -> None:
         """The step's results of `part` (made by take(indices)) into this set."""

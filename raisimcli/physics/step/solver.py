@@ -38,9 +38,17 @@ class WarmStart(Mapping):
     a step whose rows differ). A step whose rows have the same keys in the same order takes the
     impulses as they are, without a lookup per key."""
 
-    def __init__(self, keys: list, impulses: np.ndarray):
+    def __init__(self, keys: list, impulses: np.ndarray, parts: tuple = ()):
         self.keys_list, self.impulses = keys, impulses
         self._dict: dict | None = None
+        self._parts = parts  # the WarmStarts of the islands it was made of (of_parts)
+
+    @classmethod
+    def of_parts(cls, parts: list["WarmStart"]) -> "WarmStart":
+        """The impulses of several islands' rows, one island after the other; an island whose
+        rows are those of the last step takes its impulses as they are."""
+        keys = [key for part in parts for key in part.keys_list]
+        return cls(keys, np.concatenate([part.impulses for part in parts]), tuple(parts))
 
     def _by_key(self) -> dict:
         if self._dict is None:
@@ -63,6 +71,9 @@ class WarmStart(Mapping):
         """The warm start of rows with these keys (0 for a key not in the last step)."""
         if keys == self.keys_list:
             return self.impulses.copy()
+        for part in self._parts:
+            if keys == part.keys_list:
+                return part.impulses.copy()
         get = self._by_key().get
         return np.array([get(key, 0.0) for key in keys], dtype=np.float64)
 

@@ -60,15 +60,19 @@ def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
     groups = islands(systems, contacts)
     if len(groups) == 1:
         return integrate2_systems(groups[0][0], dt, contacts, warm_start)
-    keys, impulses = [], []  # every island's rows (their keys name their systems)
+    parts = []  # every island's rows (their keys name their systems) and impulses
     for group, indices in groups:
-        part = contacts.take(indices) if indices else EMPTY_CONTACTS
-        solved = integrate2_systems(group, dt, part, warm_start)
-        keys += solved.keys_list
-        impulses.append(solved.impulses)
-        if indices:
+        copied = False
+        if not indices:
+            part = EMPTY_CONTACTS
+        elif indices[-1] - indices[0] + 1 == len(indices):  # a run: views, results included
+            part = contacts.span(indices[0], indices[-1] + 1)
+        else:
+            part, copied = contacts.take(indices), True
+        parts.append(integrate2_systems(group, dt, part, warm_start))
+        if copied:
             contacts.put_results(indices, part)
-    return WarmStart(keys, np.concatenate(impulses))
+    return WarmStart.of_parts(parts)
 
 
 def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
