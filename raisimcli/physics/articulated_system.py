@@ -709,13 +709,14 @@ class ArticulatedSystem:
         contact Jacobians). Quantities read after it are those of the step's start; w, which
         depends on the gains that a controller may set before integrate2, is made there."""
         cache, g = self._cache, self._gravity
-        if not self.conv.identity and "M" not in cache:  # M and h in one compiled call
+        if not self.conv.identity and "M" not in cache:  # M and h, without the getters' checks
             q_pin, u_pin, R = self.pinocchio_inputs()
             upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
             self.sync_gravity(g)
             h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
-            cache["M_pin"], cache["M"], cache[("h", g.tobytes())] = \
-                self.conv.dynamics(R, upper, h_pin, u_pin)
+            M_pin, cache["M"] = self.conv.mass_matrix(R, upper)
+            cache["M_pin"] = M_pin
+            cache[("h", g.tobytes())] = self.conv.nonlinearities(R, h_pin, M_pin, u_pin)
         else:
             self.get_mass_matrix()
             self.get_nonlinearities()

@@ -92,14 +92,6 @@ def _mass_matrix(M_upper, bu, R, M_pin, TM, out):
 
 
 @njit(cache=True)
-def _dynamics(M_upper, h_pin, u_pin, floating_u, bu, R, M_pin, TM, c, v, o, M, h):
-    """_mass_matrix then _nonlinearities: M_pin, M = T M_pin T^T and h = T (h_pin + M_pin c)
-    in one call."""
-    _mass_matrix(M_upper, bu, R, M_pin, TM, M)
-    _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, h)
-
-
-@njit(cache=True)
 def _pin_inputs(q, u, q_to_pin, bq, bu, q_pin, R, u_pin):
     """Pinocchio's coordinates q_pin = q[q_to_pin], the rotation blocks R of T at q, and
     Pinocchio's velocity u_pin = T^T u (u_pin: (nv, 1))."""
@@ -295,16 +287,6 @@ class Conventions:
         M_pin, M = np.empty((n, n)), np.empty((n, n))
         _mass_matrix(M_upper, self.block_u, R, M_pin, self._TM, M)
         return M_pin, M
-
-    def dynamics(self, R: np.ndarray, M_upper: np.ndarray, h_pin: np.ndarray,
-                 u_pin: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(M_pin, M, h): mass_matrix(R, M_upper) and nonlinearities(R, h_pin, M_pin, u_pin)
-        in one compiled call (the same operations)."""
-        n = self.nv
-        M_pin, M, h = np.empty((n, n)), np.empty((n, n)), np.empty(n)
-        _dynamics(M_upper, h_pin, u_pin, self._floating_u, self.block_u, R, M_pin, self._TM,
-                  self._c, self._v, self._o, M, h)
-        return M_pin, M, h
 
     def pin_inputs(self, q: np.ndarray, u: np.ndarray, q_to_pin: np.ndarray):
         """(q_pin, u_pin, R): Pinocchio's coordinates and velocity at (q, u), and the rotation
