@@ -708,19 +708,8 @@ class ArticulatedSystem:
         """Integration Steps 1-6: kinematics, M, h (and, with contacts, collision detection and
         contact Jacobians). Quantities read after it are those of the step's start; w, which
         depends on the gains that a controller may set before integrate2, is made there."""
-        cache, g = self._cache, self._gravity
-        if not self.conv.identity and "M" not in cache:  # M and h, without the getters' checks
-            q_pin, u_pin, R = self.pinocchio_inputs()
-            upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
-            self.sync_gravity(g)
-            h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
-            M_pin, cache["M"] = self.conv.mass_matrix(R, upper)
-            cache["M_pin"] = M_pin
-            cache[("h", g.tobytes())] = self.conv.nonlinearities(R, h_pin, M_pin, u_pin)
-        else:
-            self.get_mass_matrix()
-            self.get_nonlinearities()
-        # kinematics (collision bodies, Jacobians) are computed on use
+        self.get_mass_matrix()  # kinematics (collision bodies, Jacobians) are computed on use
+        self.get_nonlinearities()
         self._stage = (dt, self._state_version)
 
     def integrate2(self, dt: float, contacts=()) -> None:

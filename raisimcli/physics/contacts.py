@@ -117,10 +117,10 @@ class Contact:
         out = []
         if self.system_a is system:
             out.append(PointLoad(self.link_a, self.impulse / dt, None, False,
-                                  world_point=self.position))
+                                 world_point=self.position))
         if self.system_b is system:
             out.append(PointLoad(self.name_b, -self.impulse / dt, None, False,
-                                  world_point=self.position))
+                                 world_point=self.position))
         return out
 
     def __repr__(self) -> str:
