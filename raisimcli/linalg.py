@@ -305,12 +305,13 @@ class Cholesky:
         return c
 
     def solve(self, B) -> np.ndarray:
-        """A^-1 B for a (n,) vector or an (n, k) matrix."""
+        """A^-1 B for a (n,) vector or an (n, k) matrix: the k columns solved side by side
+        (_cho_solve_rows, which gives each column the bits of _cho_solve's substitution)."""
         B = _f64(B)
         vector = B.ndim == 1
         B2 = B.reshape(self.n, -1)
-        X = np.empty_like(B2)
-        _cho_solve(self.L, np.ascontiguousarray(B2), X)
+        X = np.empty((self.n, B2.shape[1]))
+        _cho_solve_rows(self.L, np.ascontiguousarray(B2.T), 0, X, 0)
         return X.reshape(-1) if vector else X
 
     def solve_rows_into(self, B, col0: int, X, row0: int) -> None:
