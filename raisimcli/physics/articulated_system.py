@@ -284,7 +284,8 @@ class ArticulatedSystem:
         could be made (then read data.oMi)."""
         if self._placements is None:
             return None
-        self.kinematics()
+        if "kin" not in self._cache:  # the placements and the joint Jacobians in one pass
+            self._joint_jacobians()
         return self._placements
 
     def point_jacobian_views(self) -> PointJacobianViews:
@@ -311,9 +312,15 @@ class ArticulatedSystem:
                                   self._no_blocks)
 
     def _joint_jacobians(self):
+        """data.J and the placements data.oMi at the current state: from the placements of
+        kinematics() when it has run, else computeJointJacobians computes both in one pass
+        (the same operations as forwardKinematics for oMi; frames and velocities are left to
+        kinematics())."""
         if "jac" not in self._cache:
-            self.kinematics()
-            pin.computeJointJacobians(self._pm, self._data)
+            if "kin" in self._cache:
+                pin.computeJointJacobians(self._pm, self._data)
+            else:
+                pin.computeJointJacobians(self._pm, self._data, self.pinocchio_inputs()[0])
             self._cache["jac"] = True
 
     def _frame(self, name: str) -> int:
