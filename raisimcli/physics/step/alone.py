@@ -25,7 +25,7 @@ from numba import njit
 from raisimcli.linalg import _cho_solve_rows
 from raisimcli.physics.conventions import _integrate
 from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows, _targets, \
-    contact_keys, groups_with_contacts
+    contact_keys
 from raisimcli.physics.step.decomposition import SOURCES, _row_names, _table
 from raisimcli.physics.step.solver import _impulses_by_source, _solve, warm_start_impulses
 
@@ -134,7 +134,7 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     joint, nc, nv = st.joint_rows, len(contacts), s.nv
     m = joint.m + 3 * nc
     keys = joint.key + contact_keys(contacts) if nc else joint.key
-    sources, order, starts = groups_with_contacts(joint, nc)
+    sources, order, starts = joint.source_groups_with_contacts(nc)
     lam = warm_start_impulses(warm_start, keys)
     if lam is None:
         lam = np.zeros(m)

@@ -186,10 +186,8 @@ def contact_rows(contacts, systems, index, offsets, N: int, dt: float, u_now,
     groups = None
     if m0:
         source, keys = before.source + source, before.key + keys
-        groups = groups_with_contacts(before, nc)
-    rows = Rows(J, target, lo, hi, source, keys, start, kind, mu)
-    rows._groups = groups
-    return rows
+        groups = before.source_groups_with_contacts(nc)
+    return Rows(J, target, lo, hi, source, keys, start, kind, mu, groups)
 
 
 def contact_keys(contacts) -> list:
@@ -197,22 +195,6 @@ def contact_keys(contacts) -> list:
     return [(key, i) for key in contacts.keys for i in (0, 1, 2)]
 
 
-def groups_with_contacts(before: Rows, nc: int) -> tuple[list, np.ndarray, np.ndarray]:
-    """Rows.source_groups of the rows `before` followed by the rows of nc contacts (one more
-    group, "contacts", the last 3 nc rows); kept with `before` (the joint rows of a joint
-    state are reused from step to step). Read them, never write them."""
-    if not nc:
-        return before.source_groups()
-    groups = before._with_contacts.get(nc)
-    if groups is None:
-        sources, order, starts = before.source_groups()
-        m0, m = before.m, before.m + 3 * nc
-        all_order = np.empty(m, dtype=np.int64)
-        all_starts = np.empty(len(starts) + 1, dtype=np.int64)
-        all_order[:m0], all_order[m0:] = order, np.arange(m0, m)
-        all_starts[:-1], all_starts[-1] = starts, m
-        groups = before._with_contacts[nc] = (sources + ["contacts"], all_order, all_starts)
-    return groups
 
 
 @njit(cache=True)

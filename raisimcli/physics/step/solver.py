@@ -97,7 +97,7 @@ class Rows:
     (m,) identities used to warm-start from the previous step. Rows come in blocks:
     `block_start`, `block_kind` (SCALAR: one box row; CONTACT: three rows t1, t2, n of a contact,
     whose `lo`/`hi` are unused) and `block_mu` (the contact's friction coefficient); None: every
-    row is a scalar block."""
+    row is a scalar block. `groups`: source_groups(), when whoever makes the rows knows them."""
 
     J: np.ndarray
     target: np.ndarray
@@ -108,25 +108,43 @@ class Rows:
     block_start: np.ndarray | None = None
     block_kind: np.ndarray | None = None
     block_mu: np.ndarray | None = None
-    _groups: tuple | None = field(default=None, repr=False, compare=False)
-    # contact_rows.groups_with_contacts of these rows, by number of contacts (kept once made)
+    # source_groups, when the maker knows them (else made on the first call and kept)
+    groups: tuple | None = field(default=None, repr=False, compare=False)
+    # source_groups_with_contacts of these rows, by number of contacts (kept once made)
     _with_contacts: dict = field(default_factory=dict, repr=False, compare=False)
 
     def source_groups(self) -> tuple[list, np.ndarray, np.ndarray]:
         """(sources, order, starts): the distinct sources in the order of their first row, and
         the rows of source k, order[starts[k]:starts[k + 1]], in row order (kept once made)."""
-        if self._groups is None:
+        if self.groups is None:
             selections: dict[str, list] = {}
             for i, src in enumerate(self.source):
                 selections.setdefault(src, []).append(i)
             starts = [0]
             for sel in selections.values():
                 starts.append(starts[-1] + len(sel))
-            self._groups = (list(selections),
+            self.groups = (list(selections),
                             np.array([i for sel in selections.values() for i in sel],
                                      dtype=np.int64),
                             np.array(starts, dtype=np.int64))
-        return self._groups
+        return self.groups
+
+    def source_groups_with_contacts(self, nc: int) -> tuple[list, np.ndarray, np.ndarray]:
+        """source_groups of these rows followed by the rows of nc contacts (one more group,
+        "contacts", the last 3 nc rows), kept with these rows (the joint rows of a joint state
+        are reused from step to step). Read them, never write them."""
+        if not nc:
+            return self.source_groups()
+        groups = self._with_contacts.get(nc)
+        if groups is None:
+            sources, order, starts = self.source_groups()
+            m0, m = self.m, self.m + 3 * nc
+            all_order = np.empty(m, dtype=np.int64)
+            all_starts = np.empty(len(starts) + 1, dtype=np.int64)
+            all_order[:m0], all_order[m0:] = order, np.arange(m0, m)
+            all_starts[:-1], all_starts[-1] = starts, m
+            groups = self._with_contacts[nc] = (sources + ["contacts"], all_order, all_starts)
+        return groups
 
     @property
     def m(self) -> int:
