@@ -252,6 +252,9 @@ class Conventions:
         self._floating_q = np.array([qs for _, qs in self.floating], dtype=np.int64)
         self._spherical_u = np.array([us for us, _ in self.spherical], dtype=np.int64)
         self._spherical_q = np.array([qs for _, qs in self.spherical], dtype=np.int64)
+        # the index arrays the compiled position integration (_integrate) reads, in its order
+        self.integration_indices = (self.one_dof_q, self.one_dof_u, self._floating_u,
+                                    self._floating_q, self._spherical_u, self._spherical_q)
         self.identity = not self.floating and not self.spherical
         blocks = [(us, qs + 3) for us, qs in self.floating] + \
             [(us + 3, qs + 3) for us, qs in self.floating] + list(self.spherical)

@@ -146,16 +146,14 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     # the joint Jacobians are computed only when contacts need them
     views = s.point_jacobian_views() if nc else s.jacobian_views_unread()
     scheme = s.effective_scheme()
-    conv = s.conv
     sweeps = _impulse_step(
         joint.J, joint.target, joint.lo, joint.hi, bs, bk, bm, *views,
         contacts.bodies_a, contacts.points, contacts.frames, contacts.distance, contacts.params,
         contacts.impulse, contacts.impulse_contact, contacts.velocity_contact, contacts.target,
         st.factor.lower, s.q, s.u, st.u_free, lam, int(s.solver_max_iterations),
-        float(s.solver_tolerance), float(dt), order, starts, _U_BAR[scheme], conv.one_dof_q,
-        conv.one_dof_u, conv._floating_u, conv._floating_q, conv._spherical_u,
-        conv._spherical_q, st.tau_cmd, st.kp, st.kd, st.b, st.tau_act, s.k_s, st.spring_err,
-        st.tau_ext, *ws, u_next, q_next, table)
+        float(s.solver_tolerance), float(dt), order, starts, _U_BAR[scheme],
+        *s.conv.integration_indices, st.tau_cmd, st.kp, st.kd, st.b, st.tau_act, s.k_s,
+        st.spring_err, st.tau_ext, *ws, u_next, q_next, table)
     loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and nc else None
     point_loads = [loads] if loads is not None else []
     st.solver_impulses = lam
