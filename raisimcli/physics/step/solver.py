@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from raisimcli.linalg import matmul
 from raisimcli.physics.step.contact_solver import SCALAR, block_gauss_seidel
 
 DEFAULT_MAX_ITERATIONS = 200
@@ -182,14 +181,6 @@ class Rows:
                    sum((p.source for p in parts), []), sum((p.key for p in parts), []),
                    np.concatenate(starts).astype(np.int64), np.concatenate(kinds).astype(np.int64),
                    np.concatenate(mus))
-
-    def generalized_impulse_by_source(self, impulse: np.ndarray) -> dict:
-        """J^T lambda (nv,) split by the rows' sources."""
-        out = {}
-        for source in dict.fromkeys(self.source):
-            sel = [i for i, s in enumerate(self.source) if s == source]
-            out[source] = matmul(self.J[sel].T, impulse[sel])
-        return out
 
     @classmethod
     def empty(cls, nv: int) -> "Rows":
