@@ -27,11 +27,11 @@ def main():
         q_pin, u_pin, _ = s.pinocchio_inputs()
 
         def ours_M():
-            s._touched()
+            s.invalidate()
             s.get_mass_matrix()
 
         def ours_h():
-            s._touched()
+            s.invalidate()
             s.get_nonlinearities()
 
         rows = [
