@@ -230,7 +230,7 @@ def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, ur
         s.set_external_torque(links[0], rng.standard_normal(3))
         loads = list(s.pending_loads) + [  # contact forces: world points near the links
             PointLoad(link, rng.standard_normal(3) * 20, None, False,
-                       world_point=s.get_frame_position(link) + rng.standard_normal(3) * 0.05)
+                      world_point=s.get_frame_position(link) + rng.standard_normal(3) * 0.05)
             for link in (links[-1], links[len(links) // 2])]
         # and a step's contact forces alone, as the step hands them over (one ContactLoads)
         contact = ContactLoads(tuple(ld.link for ld in loads[-2:]),

@@ -343,9 +343,8 @@ class Conventions:
         multiply on the left). Quaternions are renormalised."""
         q_next = np.empty(q.shape[0])
         _integrate(np.ascontiguousarray(q, dtype=np.float64),
-                   np.ascontiguousarray(u_bar, dtype=np.float64), float(dt), self.one_dof_q,
-                   self.one_dof_u, self._floating_u, self._floating_q, self._spherical_u,
-                   self._spherical_q, q_next)
+                   np.ascontiguousarray(u_bar, dtype=np.float64), float(dt),
+                   *self.integration_indices, q_next)
         return q_next
 
     # --- the body-frame form used by RUNGE_KUTTA_4 ------------------------------------------

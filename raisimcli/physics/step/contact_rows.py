@@ -195,8 +195,6 @@ def contact_keys(contacts) -> list:
     return [(key, i) for key in contacts.keys for i in (0, 1, 2)]
 
 
-
-
 @njit(cache=True)
 def _report(frames, J, first, lam, u_next, row_target, impulse, impulse_contact, velocity,
             target):

@@ -123,9 +123,9 @@ class Rows:
             for sel in selections.values():
                 starts.append(starts[-1] + len(sel))
             self.groups = (list(selections),
-                            np.array([i for sel in selections.values() for i in sel],
-                                     dtype=np.int64),
-                            np.array(starts, dtype=np.int64))
+                           np.array([i for sel in selections.values() for i in sel],
+                                    dtype=np.int64),
+                           np.array(starts, dtype=np.int64))
         return self.groups
 
     def source_groups_with_contacts(self, nc: int) -> tuple[list, np.ndarray, np.ndarray]:
