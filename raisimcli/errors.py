@@ -77,6 +77,24 @@ class Interrupted(KeyboardInterrupt):
         self.signal_name = signal_name
 
 
+# The signals that the command line's start-up handler (raisimcli.cli.entry) turned into
+# Interrupted. Python ignores an exception raised in a destructor (it prints "Exception ignored"
+# and goes on), and a signal can land in one (numba's cache loading disposes of LLVM objects in
+# __del__): the run loop then takes the signal from here instead (take_interrupt).
+_INTERRUPTS: list[str] = []
+
+
+def note_interrupt(signal_name: str) -> None:
+    _INTERRUPTS.append(signal_name)
+
+
+def take_interrupt() -> str | None:
+    """The first signal noted and not yet taken (None if none); the notes are cleared."""
+    name = _INTERRUPTS[0] if _INTERRUPTS else None
+    _INTERRUPTS.clear()
+    return name
+
+
 class UsageError(RaisimcliError):
     """A command-line argument that cannot be used (exit code 2), found before any work."""
 

@@ -15,8 +15,10 @@ EXIT_INTERRUPTED = 130
 
 
 def _interrupt(signum, frame):
-    from raisimcli.errors import Interrupted
-    raise Interrupted(signal.Signals(signum).name)
+    from raisimcli.errors import Interrupted, note_interrupt
+    name = signal.Signals(signum).name
+    note_interrupt(name)  # should the exception land in a destructor, which Python ignores
+    raise Interrupted(name)
 
 
 def install_signal_handlers() -> None:

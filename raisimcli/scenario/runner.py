@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from raisimcli.errors import ControllerError, Interrupted, LogWriteError
+from raisimcli.errors import ControllerError, Interrupted, LogWriteError, take_interrupt
 from raisimcli.log.writer import LogWriter
 from raisimcli.physics import World
 from raisimcli.physics.articulated_system import ArticulatedSystem
@@ -149,8 +149,11 @@ class _StopRequest:
                     if hasattr(signal, n))
 
     def __init__(self):
-        self.requested = False
-        self.signal_name = ""
+        # a signal of the start-up whose exception Python ignored (see errors.take_interrupt)
+        # stops the run before its first step
+        earlier = take_interrupt()
+        self.requested = earlier is not None
+        self.signal_name = earlier or ""
         self._saved = {}
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
