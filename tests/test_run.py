@@ -137,10 +137,10 @@ def test_rows_flushed_chunk_by_chunk_are_the_rows_of_one_chunk(tmp_path, monkeyp
         assert a.attrs["rows"] == 400 and a.attrs["status"] == "complete"
 
 
-def _spawn(args, cwd):
+def _spawn(args, cwd, **kw):
     env = dict(os.environ)
     return subprocess.Popen([sys.executable, "-m", "raisimcli", *map(str, args)], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kw)
 
 
 def _wait_for_rows(tmp_glob_dir, timeout=60):
@@ -152,14 +152,20 @@ def _wait_for_rows(tmp_glob_dir, timeout=60):
     return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_sigint_leaves_readable_interrupted_log(tmp_path, sig):
+@pytest.mark.parametrize("sig,group", [(signal.SIGINT, False), (signal.SIGTERM, False),
+                                       (signal.SIGINT, True)])
+def test_sigint_leaves_readable_interrupted_log(tmp_path, sig, group):
+    """A signal to the run, or (group) Ctrl-C in a terminal, which signals the run's whole
+    process group: the log's helper process (log/deflate.py) too."""
     p = write(tmp_path, QUAD.format(steps=10_000_000).replace("[robot.pd]", "[log]\ndecimation = 1\n[robot.pd]", 0))
     out = tmp_path / "long.h5"
-    proc = _spawn(["run", p, "-q", "-o", out], tmp_path)
+    proc = _spawn(["run", p, "-q", "-o", out], tmp_path, start_new_session=group)
     assert _wait_for_rows(tmp_path)
     time.sleep(2.5)  # past the first 1024-row chunk
-    proc.send_signal(sig)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()
     assert b"Traceback" not in err

@@ -17,17 +17,20 @@ Nothing already written is lost:
   temporary file is removed and an earlier log at the path is left as it was.
 
 Appending a row only keeps references to the step's result arrays (the step makes new ones every
-time, it never writes into the old); a chunk is stacked and written at once.
+time, it never writes into the old); a chunk is stacked and written at once. With gzip, a helper
+process compresses the full chunks while the run goes on (raisimcli/log/deflate.py), and their
+rows are written, in order, once it has: the file only ever holds whole, compressed rows.
 """
 
 from __future__ import annotations
 
+import collections
 import datetime
 import glob
 import hashlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import h5py
@@ -150,10 +153,12 @@ class LogWriter:
     def __init__(self, path: str, *, scenario_text: str, scenario_sha256: str, config_json: str,
                  dt: float, decimation: int, compression: str, chunk_rows: int = 1024,
                  scenario_name: str = "", resolved_sha256: str = "", gzip_level: int = 4,
-                 shuffle: bool = True):
+                 shuffle: bool = True, deflate_helper: bool | None = None):
         """`compression`: "gzip" (at `gzip_level`), "lzf" or "none", after HDF5's byte
         `shuffle`; the defaults (gzip 4, shuffle, 1024-row chunks) are chosen from the table of
-        docs/log.md."""
+        docs/log.md. `deflate_helper`: gzip whole chunks in a helper process (log/deflate.py);
+        None: when this process may run on more than one CPU, unless the environment variable
+        RAISIMCLI_DEFLATE_HELPER is 0."""
         self.path = os.path.abspath(path)
         folder = os.path.dirname(self.path)
         try:
@@ -176,6 +181,12 @@ class LogWriter:
         self.decimation = decimation
         self.chunk_rows = chunk_rows
         self.compression = None if compression == "none" else compression
+        self._gzip_level, self._shuffle = gzip_level, shuffle
+        self._use_helper = self.compression == "gzip" and (
+            _helper_by_default() if deflate_helper is None else deflate_helper)
+        self._helper = None  # a DeflateHelper, from start() on
+        self._jobs: collections.deque[_Rows] = collections.deque()  # rows out in the helper
+        self._direct: list[int] = []  # the channels whose chunks the helper compresses
         self._filters = {} if self.compression is None else \
             {"compression": self.compression, "shuffle": shuffle,
              **({"compression_opts": gzip_level} if self.compression == "gzip" else {})}
@@ -196,8 +207,9 @@ class LogWriter:
         meta.create_dataset("config", data=config_json, dtype=_STR)
         self.channels: list[Channel] = []
         self._world = None  # the World whose contacts are logged (add_contacts)
-        self.rows = 0
-        self._pending: list[list] = []     # per channel, the rows not yet written
+        self.rows = 0  # rows written to the file
+        self._taken = 0  # rows taken from the buffers: written, or out in the helper
+        self._pending: list[list] = []     # per channel, the rows not yet taken
         self._fill = 0
         self.time_ds = f.create_dataset("time", shape=(0,), maxshape=(None,), dtype=np.float64,
                                         chunks=(chunk_rows,), track_times=False)
@@ -436,7 +448,23 @@ class LogWriter:
                                                         "'ground' or a static box's name")
             self._body_names_ds.make_scale("body_names")
         self._guard(self._start_swmr)
+        if self._use_helper:
+            self._start_helper()
         self._last_flush = time.monotonic()
+
+    def _start_helper(self) -> None:
+        """The helper compresses every channel's chunks; without one (it could not start),
+        HDF5's filters compress here."""
+        from raisimcli.log.deflate import DeflateHelper, chunk_bound
+        sizes = [self.chunk_rows * int(np.prod(c.shape)) * np.dtype(c.dtype).itemsize
+                 for c in self.channels]
+        if not sizes:
+            return
+        try:
+            self._helper = DeflateHelper(sum(sizes), sum(chunk_bound(n) for n in sizes))
+        except OSError:
+            return
+        self._direct = list(range(len(sizes)))
 
     def _start_swmr(self) -> None:
         self.f.swmr_mode = True
@@ -453,9 +481,16 @@ class LogWriter:
                                 "its temporary file was removed and any earlier log there is "
                                 "untouched") from None
 
+    def _stop_helper(self) -> None:
+        if self._helper is not None:
+            self._helper.close()
+            self._helper = None
+        self._jobs.clear()
+
     def _fail(self) -> None:
         self.failed = True
         self.closed = True
+        self._stop_helper()
         try:
             self.f.close()
         except Exception:  # noqa: BLE001 - the file is being discarded
@@ -476,16 +511,53 @@ class LogWriter:
         if self._world is not None:
             self._contact_rows.append(self._contact_columns(self._world.contacts))
         self._fill += 1
-        if self._fill == self.chunk_rows or \
-                time.monotonic() - self._last_flush > FLUSH_SECONDS:
+        if (self._taken + self._fill) % self.chunk_rows == 0:  # a chunk is full
+            self._guard(self._chunk)
+        elif time.monotonic() - self._last_flush > FLUSH_SECONDS:
             self.flush()
+        elif self._jobs and not self._fill % 16 and self._helper.ready():
+            self._guard(self._write_done, False)
 
     def flush(self) -> None:
-        """Write the buffered rows and flush the file to disk."""
+        """Write every buffered row (waiting for the chunks out in the helper) and flush the
+        file to disk."""
         self._guard(self._flush)
-        self._last_flush = time.monotonic()
 
     def _flush(self) -> None:
+        self._write_done(True)
+        rows = self._take()
+        if rows is not None:
+            if self._helper is not None and rows.r0 % self.chunk_rows == 0:
+                self._compress_together(rows)
+            self._write(rows)
+        self.f.flush()
+        self._last_flush = time.monotonic()
+
+    def _compress_together(self, rows: _Rows) -> None:
+        """Compress a chunk's rows now (a last or a timed flush, whose writing waits for it),
+        half of the channels (by size) in the helper and half here at the same time. A partial
+        chunk is padded with zeros to the chunk's rows, as HDF5 pads the chunks at a dataset's
+        end (the rows past its extent are never read)."""
+        from raisimcli.log.deflate import deflate
+        chunks = []
+        for i in self._direct:
+            a = rows.arrays[i]
+            if rows.n < self.chunk_rows:
+                padded = np.zeros((self.chunk_rows,) + a.shape[1:], dtype=a.dtype)
+                padded[:rows.n] = a
+                a = padded
+            chunks.append(a)
+        total, half, k = sum(a.nbytes for a in chunks), 0, 0
+        while k < len(chunks) and 2 * (half + chunks[k].nbytes) <= total:
+            half += chunks[k].nbytes
+            k += 1
+        self._helper.submit(chunks[:k], self._gzip_level, self._shuffle)
+        here = [deflate(a, a.itemsize if self._shuffle else 1, self._gzip_level)
+                for a in chunks[k:]]
+        rows.compressed = dict(zip(self._direct, self._helper.result(self._gzip_level) + here))
+
+    def _take(self) -> _Rows | None:
+        """The buffered rows as arrays (None when there are none); the buffers are emptied."""
         # rows are appended channel by channel: should an exception have cut one short, keep the
         # rows that every channel has
         n = min([len(self._step_indices)] + [len(rows) for rows in self._pending])
@@ -494,26 +566,71 @@ class LogWriter:
             del rows[n:]
         if self._world is not None:
             del self._contact_rows[n:]
-        self._fill = n
+        self._fill = 0
         if n == 0:
-            return
-        r0 = self.rows
-        self.time_ds.resize((r0 + n,))
-        self.time_ds[r0:] = np.array(self._step_indices, dtype=np.float64) * self.dt  # t = k dt
-        for c, rows, ds in zip(self.channels, self._pending, self._datasets):
-            ds.resize((r0 + n,) + ds.shape[1:])
-            ds[r0:r0 + n] = np.asarray(rows, dtype=c.dtype)
+            return None
+        taken = _Rows(self._taken, n, np.array(self._step_indices, dtype=np.float64) * self.dt,
+                      [np.asarray(rows, dtype=c.dtype) for c, rows in
+                       zip(self.channels, self._pending)],
+                      self._contact_rows if self._world is not None else None)
+        for rows in self._pending:
             rows.clear()
         self._step_indices.clear()
-        if self._world is not None:
-            self._flush_contacts(r0, n)
-        self.rows += n
-        self._fill = 0
-        self.f.flush()
+        self._contact_rows = []
+        self._taken += n
+        return taken
 
-    def _flush_contacts(self, r0: int, n: int) -> None:
+    def _chunk(self) -> None:
+        """A full chunk: to the helper when it is aligned with the datasets' chunks, else
+        written here."""
+        rows = self._take()
+        if self._helper is None or rows.n != self.chunk_rows or rows.r0 % self.chunk_rows:
+            self._write_done(True)
+            self._write(rows)
+            self.f.flush()
+            self._last_flush = time.monotonic()
+            return
+        while not self._helper.has_free_slot:  # the helper is behind: wait for its oldest job
+            self._write_done(True, 1)
+        self._helper.submit([rows.arrays[i] for i in self._direct], self._gzip_level,
+                            self._shuffle)
+        self._jobs.append(rows)
+        self._write_done(False)
+
+    def _write_done(self, wait: bool, most: int = -1) -> None:
+        """Write the rows of the helper's finished jobs, in order (all of them if `wait`, or at
+        most `most`), and flush the file when any was written."""
+        written = False
+        while self._jobs and most and (wait or self._helper.ready()):
+            rows = self._jobs.popleft()
+            rows.compressed = dict(zip(self._direct, self._helper.result(self._gzip_level)))
+            self._write(rows)
+            written, most = True, most - 1
+        if written:
+            self.f.flush()
+            self._last_flush = time.monotonic()
+
+    def _write(self, rows: _Rows) -> None:
+        """Write taken rows at the end of the datasets (their chunks already compressed, or
+        through HDF5's filters)."""
+        r0, n = self.rows, rows.n
+        assert r0 == rows.r0
+        self.time_ds.resize((r0 + n,))
+        self.time_ds[r0:] = rows.time  # t = k dt
+        compressed = rows.compressed
+        for i, (ds, values) in enumerate(zip(self._datasets, rows.arrays)):
+            ds.resize((r0 + n,) + ds.shape[1:])
+            if i in compressed:
+                ds.id.write_direct_chunk((r0,) + (0,) * (ds.ndim - 1), compressed[i])
+            else:
+                ds[r0:r0 + n] = values
+        if self._world is not None:
+            self._flush_contacts(r0, n, rows.contacts)
+        self.rows += n
+
+    def _flush_contacts(self, r0: int, n: int, contact_rows: list) -> None:
         ds = self._contact_ds
-        counts = np.array([len(cols[0]) for cols in self._contact_rows], dtype=np.int64)
+        counts = np.array([len(cols[0]) for cols in contact_rows], dtype=np.int64)
         starts = self._contact_total + np.concatenate([[0], np.cumsum(counts)[:-1]])
         for name, values in (("count", counts), ("start", starts)):
             ds[name].resize((r0 + n,))
@@ -522,7 +639,7 @@ class LogWriter:
         if k:
             self._contact_index.resize((k0 + k,))
             self._contact_index[k0:] = np.arange(k0, k0 + k)
-            steps = [cols for cols in self._contact_rows if len(cols[0])]
+            steps = [cols for cols in contact_rows if len(cols[0])]
             columns = [np.concatenate([cols[i] for cols in steps]) for i in range(6)]
             bodies = np.concatenate([cols[6] for cols in steps])
             columns += [bodies[:, 0], bodies[:, 1]]
@@ -532,7 +649,6 @@ class LogWriter:
                 d.resize((k0 + k,) + d.shape[1:])
                 d[k0:] = np.asarray(values, dtype=d.dtype)
         self._contact_total += k
-        self._contact_rows.clear()
 
     def close(self, status: str, message: str = "") -> str:
         """Flush, write the status last, close and rename to the final name (beside a complete
@@ -541,6 +657,7 @@ class LogWriter:
             return self.path
         assert status in STATUSES
         self.flush()
+        self._stop_helper()
         self._guard(self._finish, status, message)
         if status != "complete" and is_complete_log(self.path):
             self.replaced = self.path
@@ -565,6 +682,32 @@ class LogWriter:
         if not self.closed:
             self._fail()
             self.failed = False
+
+
+@dataclass
+class _Rows:
+    """Rows taken from the writer's buffers: `r0` their first row in the file, `n` of them, their
+    `time` values, one array per channel, the contacts' columns per row (or None), and the
+    chunks the helper compressed, by channel index."""
+
+    r0: int
+    n: int
+    time: np.ndarray
+    arrays: list
+    contacts: list | None
+    compressed: dict = field(default_factory=dict)
+
+
+def _helper_by_default() -> bool:
+    """Deflate in a helper process when this process may run on more than one CPU (with one,
+    the helper would only take turns with the run), unless RAISIMCLI_DEFLATE_HELPER=0."""
+    if os.environ.get("RAISIMCLI_DEFLATE_HELPER", "").strip() == "0":
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return cpus > 1 and os.name == "posix"
 
 
 def _reason(e: BaseException) -> str:

@@ -1,0 +1,215 @@
+"""HDF5's shuffle and deflate filters, run on whole chunks in a helper process.
+
+gzip is most of what logging costs (docs/log.md): about 40 us of a 100 us step on the main
+scenario. HDF5 runs its filters in the writing thread, and a thread of ours would not help: on
+the 2-core machines we measured, handing Python's lock between two threads slowed the step by
+about 45 % even when the other thread only woke up once a millisecond. So the writer hands whole
+chunks to a helper process instead and writes the compressed bytes with HDF5's direct chunk write
+(`write_direct_chunk`): the stored chunks are what HDF5's own shuffle and deflate filters write,
+and any HDF5 reader decompresses them with those filters.
+
+The helper is this file run as a script (`python -I -S deflate.py FD SIZE`): the standard library
+only, so it starts in a few milliseconds and imports nothing of the project. The chunks travel
+through a shared memory map (a memfd, or an unlinked temporary file) of `slots` slots, each an
+input area the writer fills and an output area the helper fills; the pipes carry only the offsets.
+The helper ignores SIGINT (an interrupted run still writes its last chunks through it), exits
+when its input pipe closes, and writes nothing to the terminal. If it dies, `DeflateHelper.result`
+notices and deflates the chunks itself, with the same `deflate`.
+
+Protocol (little-endian int64s): the writer sends (slot, level, output offset, output capacity,
+n), then n times (input offset, length, element size); the helper answers (slot, n), then n times
+(output offset, length), length -1 when the output area was too small.
+"""
+
+from __future__ import annotations
+
+import collections
+import mmap
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+_JOB = struct.Struct("<5q")
+_SEGMENT = struct.Struct("<3q")
+_ANSWER = struct.Struct("<2q")
+_PART = struct.Struct("<2q")
+
+
+def deflate(data, itemsize: int, level: int) -> bytes:
+    """The bytes HDF5's shuffle filter (element size `itemsize`; 1: no shuffle) and deflate
+    filter (zlib at `level`) store for one chunk `data` (a bytes-like object): byte j of element
+    i goes to j * n + i (n elements), then zlib's compress2, as HDF5's H5Z_filter_shuffle and
+    H5Z_filter_deflate do."""
+    data = memoryview(data).cast("B")
+    size = len(data)
+    if itemsize > 1 and size // itemsize > 1:
+        n = size // itemsize
+        shuffled = bytearray(size)
+        view = memoryview(shuffled)
+        for j in range(itemsize):
+            view[j * n:(j + 1) * n] = data[j:n * itemsize:itemsize]
+        view[n * itemsize:] = data[n * itemsize:]  # HDF5 copies a remainder as it is
+        data = view
+    return zlib.compress(data, level)
+
+
+def chunk_bound(nbytes: int) -> int:
+    """zlib's compressBound: the most bytes deflate writes for `nbytes` of input."""
+    return nbytes + (nbytes >> 12) + (nbytes >> 14) + (nbytes >> 25) + 13
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    parts, left = [], n
+    while left:
+        b = os.read(fd, left)
+        if not b:
+            return None
+        parts.append(b)
+        left -= len(b)
+    return b"".join(parts)
+
+
+def _serve(fd: int, size: int) -> None:
+    """The helper's loop: deflate each job's segments from the map into its output area."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    buf = mmap.mmap(fd, size)
+    view = memoryview(buf)
+    while True:
+        head = _read_exact(0, _JOB.size)
+        if head is None:
+            break
+        slot, level, out, capacity, n = _JOB.unpack(head)
+        body = _read_exact(0, n * _SEGMENT.size)
+        if body is None:
+            break
+        answer = [_ANSWER.pack(slot, n)]
+        end = out + capacity
+        for k in range(n):
+            offset, length, itemsize = _SEGMENT.unpack_from(body, k * _SEGMENT.size)
+            c = deflate(view[offset:offset + length], itemsize, level)
+            if out + len(c) > end:
+                answer.append(_PART.pack(out, -1))
+                continue
+            view[out:out + len(c)] = c
+            answer.append(_PART.pack(out, len(c)))
+            out += len(c)
+        reply = b"".join(answer)
+        while reply:
+            reply = reply[os.write(1, reply):]
+
+
+class DeflateHelper:
+    """A helper process that deflates chunks while the run goes on (see the module).
+
+    `input_bytes` and `output_bytes`: the size of one job's input (the chunks side by side) and
+    of its output area (at least the sum of chunk_bound of its chunks). Jobs are answered in the
+    order they were submitted."""
+
+    def __init__(self, input_bytes: int, output_bytes: int, slots: int = 2):
+        if not sys.executable:  # an embedded interpreter: no Python to start
+            raise OSError("no Python executable to run the deflate helper")
+        self.slot_in, self.slot_out = input_bytes, output_bytes
+        size = slots * (input_bytes + output_bytes)
+        if hasattr(os, "memfd_create"):
+            fd = os.memfd_create("raisimcli-deflate")
+        else:  # an unlinked temporary file serves as well
+            with tempfile.TemporaryFile() as handle:
+                fd = os.dup(handle.fileno())
+        try:
+            os.ftruncate(fd, size)
+            self._map = mmap.mmap(fd, size)
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", os.path.abspath(__file__), str(fd), str(size)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                pass_fds=(fd,), bufsize=0)
+        finally:
+            os.close(fd)
+        self._view = memoryview(self._map)
+        self._free = list(range(slots))
+        self._out = collections.deque()  # (slot, [(input offset, length, itemsize)]) submitted
+        self.alive = True
+
+    @property
+    def has_free_slot(self) -> bool:
+        return bool(self._free)
+
+    @property
+    def jobs_out(self) -> int:
+        return len(self._out)
+
+    def submit(self, chunks: list, level: int, shuffle: bool = True) -> None:
+        """Copy `chunks` (C-contiguous numpy arrays, each one whole chunk; their sizes sum to at
+        most input_bytes) into a free slot and hand them to the helper, to be shuffled (by
+        their element size) if `shuffle` and deflated at `level`. Call only when
+        has_free_slot. A helper that is gone is noticed by result()."""
+        slot = self._free.pop()
+        base = slot * (self.slot_in + self.slot_out)
+        offset, segments = base, []
+        for a in chunks:
+            raw = memoryview(a).cast("B")
+            self._view[offset:offset + len(raw)] = raw
+            segments.append((offset, len(raw), a.itemsize if shuffle else 1))
+            offset += len(raw)
+        self._out.append((slot, segments))
+        if self.alive:
+            job = _JOB.pack(slot, level, base + self.slot_in, self.slot_out, len(segments))
+            try:
+                self._proc.stdin.write(job + b"".join(_SEGMENT.pack(*s) for s in segments))
+            except (OSError, ValueError):
+                self.alive = False
+
+    def ready(self) -> bool:
+        """Whether result() would return without waiting."""
+        return not self.alive or bool(select.select([self._proc.stdout], [], [], 0)[0])
+
+    def result(self, level: int) -> list[bytes]:
+        """The compressed chunks of the oldest job out, in submit's order, waiting for them.
+        Should the helper be gone (or have answered -1), they are deflated here from the slot's
+        input, with the same function."""
+        slot, segments = self._out.popleft()
+        parts = [(0, -1)] * len(segments)
+        if self.alive:
+            fd = self._proc.stdout.fileno()
+            head = _read_exact(fd, _ANSWER.size)
+            body = None if head is None else _read_exact(fd, len(segments) * _PART.size)
+            if body is None or _ANSWER.unpack(head) != (slot, len(segments)):
+                self.alive = False
+            else:
+                parts = [_PART.unpack_from(body, k * _PART.size) for k in range(len(segments))]
+        out = []
+        for (offset, length), (i_off, i_len, itemsize) in zip(parts, segments):
+            if length < 0:
+                out.append(deflate(self._view[i_off:i_off + i_len], itemsize, level))
+            else:
+                out.append(bytes(self._view[offset:offset + length]))
+        self._free.append(slot)
+        return out
+
+    def close(self) -> None:
+        """Stop the helper (after the jobs out) and release the map."""
+        if self._proc.stdin is not None:
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc.stdout.close()
+        self._view.release()
+        self._map.close()
+        self.alive = False
+
+
+if __name__ == "__main__":
+    try:
+        _serve(int(sys.argv[1]), int(sys.argv[2]))
+    except OSError:  # the writer is gone (killed): nothing is waiting for the answer
+        pass

@@ -1,0 +1,130 @@
+"""The log's chunks compressed in a helper process (raisimcli/log/deflate.py): the file holds
+what HDF5's own shuffle and deflate filters would have written, whatever the helper does (done,
+gone mid-run, chunks out of step with timed flushes)."""
+
+import os
+import signal
+import zlib
+
+import h5py
+import numpy as np
+import pytest
+
+from raisimcli.log.deflate import DeflateHelper, chunk_bound, deflate
+from raisimcli.log.writer import Channel, LogWriter
+
+
+def _unshuffle(raw: bytes, itemsize: int) -> bytes:
+    """HDF5's unshuffle, written out: byte j of element i sits at j * n + i."""
+    n = len(raw) // itemsize
+    return np.frombuffer(raw, np.uint8).reshape(itemsize, n).T.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float32])
+def test_deflate_is_shuffle_then_zlib(dtype):
+    a = (np.random.default_rng(1).random((64, 5)) * 1000).astype(dtype)
+    c = deflate(a, a.itemsize, 4)
+    assert _unshuffle(zlib.decompress(c), a.itemsize) == a.tobytes()
+    assert zlib.decompress(deflate(a, 1, 4)) == a.tobytes()  # no shuffle
+    assert len(c) <= chunk_bound(a.nbytes)
+
+
+def test_helper_answers_in_order_and_is_replaced_when_gone():
+    a = np.arange(4096, dtype=np.float64)
+    b = np.arange(1000, dtype=np.int32)
+    helper = DeflateHelper(a.nbytes + b.nbytes, chunk_bound(a.nbytes) + chunk_bound(b.nbytes))
+    try:
+        helper.submit([a, b], 4)
+        helper.submit([b[::-1].copy(), a], 4)
+        assert not helper.has_free_slot and helper.jobs_out == 2
+        first, second = helper.result(4), helper.result(4)
+        assert first == [deflate(a, 8, 4), deflate(b, 4, 4)]
+        assert second == [deflate(b[::-1].copy(), 4, 4), deflate(a, 8, 4)]
+        assert helper.alive and helper.has_free_slot
+        # the helper dies with a job out: the job is deflated here, from the slot's input
+        helper.submit([a, b], 4)
+        os.kill(helper._proc.pid, signal.SIGKILL)
+        helper._proc.wait()
+        assert helper.result(4) == first
+        assert not helper.alive
+        helper.submit([b, a], 4)  # and later jobs too
+        assert helper.result(4) == [deflate(b, 4, 4), deflate(a, 8, 4)]
+    finally:
+        helper.close()
+
+
+def _writer(path, helper: bool, chunk_rows: int = 8):
+    """A LogWriter with two channels (a float vector and an int scalar) fed from `state`."""
+    state = {"k": 0}
+    w = LogWriter(str(path), scenario_text="", scenario_sha256="", config_json="{}", dt=0.001,
+                  decimation=1, compression="gzip", chunk_rows=chunk_rows,
+                  deflate_helper=helper)
+    w.channels.append(Channel("v", (3,), lambda: np.sin(state["k"] + np.arange(3.0)), "1"))
+    w.channels.append(Channel("n", (), lambda: state["k"] * 7, "1", dtype=np.int32))
+    w.start()
+    return w, state
+
+
+def _rows(w, state, k0, k1):
+    for k in range(k0, k1):
+        state["k"] = k
+        w.append(k)
+
+
+def _expected(n):
+    k = np.arange(n)
+    return np.sin(k[:, None] + np.arange(3.0)), (k * 7).astype(np.int32)
+
+
+def _check(path, n):
+    v, m = _expected(n)
+    with h5py.File(path) as f:
+        assert f.attrs["rows"] == n and f.attrs["status"] == "complete"
+        assert f["v"][()].tobytes() == v.tobytes()
+        assert np.array_equal(f["n"][()], m)
+        assert np.array_equal(f["time"][()], np.arange(1, n + 1) * 0.001)
+        # every chunk is HDF5's shuffle then deflate (plain readers decompress it)
+        assert list(f["v"]._filters) == ["shuffle", "gzip"]
+        for r0 in range(0, n, 8):
+            mask, raw = f["v"].id.read_direct_chunk((r0, 0))
+            assert mask == 0
+            rows = np.frombuffer(_unshuffle(zlib.decompress(raw), 8), np.float64).reshape(8, 3)
+            assert rows[:min(8, n - r0)].tobytes() == v[r0:r0 + 8].tobytes()
+
+
+@pytest.mark.parametrize("helper", [True, False])
+def test_chunks_through_the_helper_or_hdf5_hold_the_rows(tmp_path, helper):
+    """Full chunks, timed flushes that leave a chunk half written, and a partial last chunk:
+    the same rows whether the helper or HDF5's filters compress them."""
+    path = tmp_path / "log.h5"
+    w, state = _writer(path, helper)
+    assert (w._helper is not None) == helper
+    _rows(w, state, 0, 21)   # chunks 0 and 1 full, 5 rows buffered
+    w.flush()                # a timed flush: rows 16-20, chunk 2 written partly
+    _rows(w, state, 21, 43)  # chunk 2 completed (out of step: HDF5's filters), chunks 3, 4
+    w.close("complete")
+    _check(path, 43)
+
+
+def test_helper_gone_mid_run_leaves_a_complete_log(tmp_path):
+    path = tmp_path / "log.h5"
+    w, state = _writer(path, True)
+    _rows(w, state, 0, 12)
+    os.kill(w._helper._proc.pid, signal.SIGKILL)  # e.g. the out-of-memory killer
+    w._helper._proc.wait()
+    _rows(w, state, 12, 40)
+    assert not w._helper.alive
+    w.close("complete")
+    _check(path, 40)
+
+
+def test_helper_is_off_without_gzip_or_when_switched_off(tmp_path, monkeypatch):
+    w = LogWriter(str(tmp_path / "a.h5"), scenario_text="", scenario_sha256="", config_json="{}",
+                  dt=0.001, decimation=1, compression="none")
+    assert not w._use_helper
+    w.abandon()
+    monkeypatch.setenv("RAISIMCLI_DEFLATE_HELPER", "0")
+    w = LogWriter(str(tmp_path / "b.h5"), scenario_text="", scenario_sha256="", config_json="{}",
+                  dt=0.001, decimation=1, compression="gzip")
+    assert not w._use_helper
+    w.abandon()
