@@ -582,6 +582,31 @@ def test_actuator_loop_gives_the_array_expressions_of_step_2():
                 np.testing.assert_array_equal(g, e)
 
 
+def test_get_generalized_force_is_the_spec_functions_composed():
+    # tau_cmd + tau_act at the current state in one compiled loop: the bits of clamped_command,
+    # pd_torque and actuator_torques, with limits that clamp, infinite ones and a NaN command
+    from raisimcli.physics.step.actuators import actuator_torques
+    from raisimcli.physics.step.command import clamped_command, pd_torque
+    rng = np.random.default_rng(9)
+    _, s = quadruped_world()
+    nv = s.nv
+    for trial in range(50):
+        s.set_pd_gains(np.abs(rng.standard_normal(nv)) * 50, np.abs(rng.standard_normal(nv)))
+        s.set_pd_target(s.q, rng.standard_normal(nv))
+        s.set_generalized_velocity(rng.standard_normal(nv) * 3)
+        s.set_generalized_force(rng.standard_normal(nv) * 20)
+        if trial % 10 == 0:
+            s.tau_ff[7] = np.nan  # (the setter refuses it: the loop must still propagate it)
+        s.set_actuator_torques(rng.standard_normal(len(s.model.actuators)) * 5)
+        upper = np.where(rng.random(nv) < 0.3, np.inf, np.abs(rng.standard_normal(nv)) * 10)
+        s.tau_upper, s.tau_lower = upper, -upper  # inf: a joint without an effort limit
+        s.pd_error = rng.standard_normal(nv)  # as a step leaves it
+        tau_act, _ = actuator_torques(s.transmission, s.tau_a, s.u, s.motor_region_enforced)
+        expected = clamped_command(s.tau_ff, pd_torque(s.kp, s.kd, s.pd_error, s.u_ref, s.u),
+                                   s.tau_lower, s.tau_upper) + tau_act
+        assert s.get_generalized_force().tobytes() == expected.tobytes()
+
+
 def test_fused_explicit_pass_is_the_spec_functions_composed():
     # steps 1, 3 and u* fused into one compiled pass: the same bits as the functions that state
     # the spec's equations one by one, with limits that clamp, infinite limits and a NaN command

@@ -20,9 +20,8 @@ from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.conventions import Conventions
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
-from raisimcli.physics.step.command import clamped_command, pd_torque
 from raisimcli.physics.step.decomposition import torque_table
-from raisimcli.physics.step.fused import explicit_pass
+from raisimcli.physics.step.fused import command_plus, explicit_pass
 from raisimcli.physics.step.implicit import implicit_diagonal
 from raisimcli.physics.step.joint_rows import JointRowTable
 from raisimcli.physics.step.solver import DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE
@@ -983,11 +982,11 @@ class ArticulatedSystem:
         step and the current velocity, the actuator bounds at the current motor speeds. No damping,
         springs, external forces, implicit terms or impulses."""
         kp, kd = self._gains()
-        tau_cmd = clamped_command(self.tau_ff, pd_torque(kp, kd, self.pd_error, self.u_ref,
-                                                         self.u), self.tau_lower, self.tau_upper)
         tau_act, _ = actuator_torques(self.transmission, self.tau_a, self.u,
                                       self.motor_region_enforced)
-        return tau_cmd + tau_act
+        # clamped_command(tau_ff, pd_torque(...)) + tau_act, compiled
+        return command_plus(kp, kd, self.pd_error, self.u_ref, self.u, self.tau_ff,
+                            self.tau_lower, self.tau_upper, tau_act)
 
 
 def _skew(r) -> np.ndarray:

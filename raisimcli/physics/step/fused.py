@@ -45,6 +45,27 @@ def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b
     return info
 
 
+@njit(cache=True)
+def _command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, tau_act, out):
+    """clamped_command(tau_ff, pd_torque(kp, kd, q_err, u_ref, u), lower, upper) + tau_act,
+    entry by entry with _explicit_pass's operations for tau_cmd."""
+    for i in range(u.shape[0]):
+        c = tau_ff[i] + (kp[i] * q_err[i] + kd[i] * (u_ref[i] - u[i]))
+        if not (c >= lower[i] or c != c):
+            c = lower[i]
+        if not (c <= upper[i] or c != c):
+            c = upper[i]
+        out[i] = c + tau_act[i]
+
+
+def command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, tau_act) -> np.ndarray:
+    """tau_cmd + tau_act (nv,) in one compiled loop: the same bits as clamped_command(tau_ff,
+    pd_torque(...), lower, upper) + tau_act (ArticulatedSystem.get_generalized_force)."""
+    out = np.empty(u.shape[0])
+    _command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, tau_act, out)
+    return out
+
+
 def explicit_pass(dt: float, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out,
                   tau_act, k_s, spring_err, tau_ext, w, M, h, dof_names=None):
     """(tau_cmd, b_joint + b_out, Factorized(M + diag(w)), u*) of the step, for (nv,) float64
