@@ -139,11 +139,11 @@ def test_a_signal_during_start_up_is_one_line_and_exit_130(tmp_path, delay):
     assert not partials(tmp_path)
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_start_up_signal_that_lands_in_a_destructor_still_stops_the_run(tmp_path):
     """Python ignores an exception raised in __del__ (numba's cache loading disposes of LLVM
     objects there): a SIGTERM whose handler ran there at start-up had let a long run go on for
-    ever. The run now stops before its first step, its log marked interrupted."""
+    ever, after printing "Exception ignored ... Traceback". The run now stops before its first
+    step, its log marked interrupted, and nothing is printed."""
     from raisimcli.cli.entry import install_signal_handlers
     from raisimcli.errors import Interrupted
     from raisimcli.scenario import load_scenario, run as run_scenario
@@ -153,6 +153,7 @@ def test_a_start_up_signal_that_lands_in_a_destructor_still_stops_the_run(tmp_pa
             signal.raise_signal(signal.SIGTERM)
 
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    hook = sys.unraisablehook
     scn = load_scenario(str(scenario(tmp_path, steps=5000)), log_path=str(tmp_path / "x.h5"))
     try:
         install_signal_handlers()
@@ -160,11 +161,24 @@ def test_a_start_up_signal_that_lands_in_a_destructor_still_stops_the_run(tmp_pa
         with pytest.raises(Interrupted) as e:
             run_scenario(scn)
     finally:
+        sys.unraisablehook = hook
         for s, h in saved.items():
             signal.signal(s, h)
     assert e.value.signal_name == "SIGTERM"
     with open_log(str(tmp_path / "x.h5")) as log:
         assert log.status == "interrupted" and len(log.time) == 0
+    # and Python prints nothing of the exception it ignored (no "Exception ignored ... Traceback")
+    code = ("import signal\n"
+            "from raisimcli.cli.entry import install_signal_handlers\n"
+            "from raisimcli.errors import take_interrupt\n"
+            "class Disposed:\n"
+            "    def __del__(self):\n"
+            "        signal.raise_signal(signal.SIGTERM)\n"
+            "install_signal_handlers()\n"
+            "Disposed()\n"
+            "print(take_interrupt())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "SIGTERM\n", "")
 
 
 def test_sigkill_leaves_a_partial_file_readable_to_its_last_flush(tmp_path):

@@ -21,7 +21,17 @@ def _interrupt(signum, frame):
     raise Interrupted(name)
 
 
+def _unraisable(info) -> None:
+    """sys.unraisablehook: an Interrupted that Python could not raise (it landed in a destructor)
+    is not printed as "Exception ignored ... Traceback": it was noted, and the run loop takes it
+    (errors.take_interrupt). Anything else goes to Python's own hook."""
+    from raisimcli.errors import Interrupted
+    if not isinstance(info.exc_value, Interrupted):
+        sys.__unraisablehook__(info)
+
+
 def install_signal_handlers() -> None:
+    sys.unraisablehook = _unraisable
     for name in INTERRUPT_SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _interrupt)
