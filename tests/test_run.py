@@ -297,6 +297,24 @@ def test_json_summary(tmp_path):
     assert r.exit_code == 0
     s = json.loads(r.stdout)
     assert s["status"] == "complete" and s["steps"] == 20 and s["real_time_factor"] > 0
+    assert 0 < s["first_step_time"] <= s["wall_time"]
+
+
+def test_summary_says_when_the_first_step_compiled(tmp_path, monkeypatch):
+    """A first run in a new environment spends most of its wall time compiling the step's loops
+    in its first step: the summary says so, beside a real-time factor that is mostly that."""
+    import raisimcli.scenario
+    real_run = raisimcli.scenario.run
+    p, out = write(tmp_path, QUAD.format(steps=20)), tmp_path / "o.h5"
+    for first, said in ((0.001, False), (11.0, True)):
+        def run_compiling(*a, **k):
+            res = real_run(*a, **k)
+            res.wall_time, res.first_step_time = res.wall_time + first, first
+            return res
+        monkeypatch.setattr(raisimcli.scenario, "run", run_compiling)
+        r = run("run", p, "-o", out)
+        assert r.exit_code == 0, r.output
+        assert ("11.0 s of it the first step: numba compiling" in r.stdout) == said, r.stdout
 
 
 def test_open_log_api(tmp_path):

@@ -130,6 +130,7 @@ def run_command(scenarios, output, duration, overrides, strict, max_joints, igno
         summary = {
             "status": result.status, "message": result.message, "log": result.log_path,
             "steps": result.steps, "sim_time": result.sim_time, "wall_time": result.wall_time,
+            "first_step_time": result.first_step_time,
             "steps_per_second": result.steps / max(result.wall_time, 1e-9),
             "real_time_factor": result.sim_time / max(result.wall_time, 1e-9),
             "final_energy": {k: {"kinetic": v[0], "potential": v[1]}
@@ -146,7 +147,11 @@ def run_command(scenarios, output, duration, overrides, strict, max_joints, igno
             if result.replaced:
                 t.add_row("replaced", "the log that was at this path before")
             t.add_row("simulated", f"{result.sim_time:.6g} s in {result.steps} steps")
-            t.add_row("wall time", f"{result.wall_time:.3f} s")
+            wall = f"{result.wall_time:.3f} s"
+            if result.first_step_time > max(1.0, 0.25 * result.wall_time):
+                wall += (f" ({result.first_step_time:.1f} s of it the first step: numba compiling "
+                         "the step's loops, cached for the next runs)")
+            t.add_row("wall time", wall)
             t.add_row("steps per second", f"{summary['steps_per_second']:.0f}")
             t.add_row("real-time factor", f"{summary['real_time_factor']:.2f}")
             for name, (ke, pe) in result.final_energy.items():

@@ -29,6 +29,7 @@ class RunResult:
     dt: float                   # s
     wall_time: float            # s
     log_path: str
+    first_step_time: float = 0.0  # s of wall_time in the first step (numba compiles or loads it)
     message: str = ""
     final_energy: dict = field(default_factory=dict)   # robot -> (kinetic, potential)
     warnings: list = field(default_factory=list)
@@ -209,7 +210,7 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
     controllers = [(d, d.spec.controller) for d in drivers if d.spec.controller is not None]
     dt = scn.dt
     t0 = time.perf_counter()
-    k = 0
+    k, first = 0, 0.0
     status, message = "complete", ""
     try:
         for k in range(scn.steps):
@@ -235,6 +236,8 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
                 k += 1
                 break
             writer.append(k)
+            if k == 0:  # the first call of each compiled loop compiles it (or loads the cache)
+                first = time.perf_counter() - t0
             if progress is not None and (k + 1) % progress_every == 0:
                 progress(k + 1, scn.steps, time.perf_counter() - t0)
         else:
@@ -255,7 +258,7 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
         raise
     result = RunResult(status=status, steps=k, dt=dt, wall_time=wall, log_path=writer.path,
                        message=message, warnings=warnings, kept=writer.replaced,
-                       replaced=writer.overwrote)
+                       replaced=writer.overwrote, first_step_time=first)
     for d in drivers:
         s = d.system
         result.final_energy[s.name] = (s.get_kinetic_energy(), s.get_potential_energy())
