@@ -290,12 +290,38 @@ def reduce_patch(points: list, normal) -> list:
     sole: 30 rows for a 6-dimensional wrench) that slow the impulse solver's convergence."""
     if len(points) <= MAX_PATCH_POINTS:
         return points
-    P = np.array(points, dtype=np.float64)
-    d = P - P[0]
-    i1 = int(np.argmax(np.einsum("ij,ij->i", d, d)))
-    signed = np.cross(P[i1] - P[0], d) @ np.asarray(normal, dtype=np.float64)
-    keep = sorted({0, i1, int(np.argmax(signed)), int(np.argmin(signed))})
+    corners = np.empty(3, dtype=np.int64)
+    _patch_corners(np.array(points, dtype=np.float64), np.asarray(normal, dtype=np.float64),
+                   corners)
+    keep = sorted({0, *corners.tolist()})
     return [points[i] for i in keep]
+
+
+@njit(cache=True)
+def _patch_corners(P, normal, out):
+    """reduce_patch's corners of P (k, 3) into out: the farthest from P[0], then the farthest on
+    each side of the line P[0] P[out[0]] (the largest and the smallest (P[out[0]] - P[0]) x
+    (P[i] - P[0]) . normal); each the first of equals (numpy's argmax and argmin). The sums run in
+    index order, with no BLAS kernel whose choice could move a near tie from one corner to
+    another."""
+    k = P.shape[0]
+    far, best = 0, -1.0
+    for i in range(k):
+        d0, d1, d2 = P[i, 0] - P[0, 0], P[i, 1] - P[0, 1], P[i, 2] - P[0, 2]
+        s = d0 * d0 + d1 * d1 + d2 * d2
+        if s > best:
+            far, best = i, s
+    a0, a1, a2 = P[far, 0] - P[0, 0], P[far, 1] - P[0, 1], P[far, 2] - P[0, 2]
+    hi, lo, s_hi, s_lo = 0, 0, 0.0, 0.0
+    for i in range(k):
+        d0, d1, d2 = P[i, 0] - P[0, 0], P[i, 1] - P[0, 1], P[i, 2] - P[0, 2]
+        s = (a1 * d2 - a2 * d1) * normal[0] + (a2 * d0 - a0 * d2) * normal[1] + \
+            (a0 * d1 - a1 * d0) * normal[2]
+        if i == 0 or s > s_hi:
+            hi, s_hi = i, s
+        if i == 0 or s < s_lo:
+            lo, s_lo = i, s
+    out[0], out[1], out[2] = far, hi, lo
 
 
 class ContactWorld:
