@@ -354,6 +354,7 @@ class LogWriter:
         self._contact_rows: list[tuple] = []  # per row: _contact_columns
         self._contact_total = 0
         self._body_names: dict[str, int] = {}
+        self._pair_rows: dict[tuple, np.ndarray] = {}  # a step's contact meta -> its body indices
 
     def _contact_columns(self, cs) -> tuple:
         """The columns of a step's contacts (a ContactSet), as the contact datasets take them:
@@ -361,12 +362,18 @@ class LogWriter:
         and the two bodies' name indices. The geometry is kept as it is (detection makes new
         arrays each step), the results are copied (a second integrate2 without integrate1 would
         write them again)."""
-        name = self._contact_name
-        bodies = [(name(sa, la), name(sb, nb)) for sa, _, la, sb, _, nb in cs.meta]
-        distance = cs.distance
+        meta = tuple(cs.meta)  # the same contacts as a step before (a robot standing): a lookup
+        bodies = self._pair_rows.get(meta)
+        if bodies is None:
+            if len(self._pair_rows) >= 1024:
+                self._pair_rows.clear()
+            name = self._contact_name
+            bodies = self._pair_rows[meta] = np.array(
+                [(name(sa, la), name(sb, nb)) for sa, _, la, sb, _, nb in meta],
+                dtype=np.int32).reshape(len(meta), 2)  # (read, never written)
+        depth = -cs.distance
         return (cs.points, cs.frames[:, :, 2], cs.impulse.copy(), cs.impulse_contact.copy(),
-                cs.impulse / self.dt, np.where(-distance > 0.0, -distance, 0.0),
-                np.array(bodies, dtype=np.int32).reshape(len(bodies), 2))
+                cs.impulse / self.dt, np.where(depth > 0.0, depth, 0.0), bodies)
 
     def _contact_name(self, system, link: str) -> int:
         name = link if system is None else f"{system.name}/{link}"
