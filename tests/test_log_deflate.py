@@ -20,13 +20,35 @@ def _unshuffle(raw: bytes, itemsize: int) -> bytes:
     return np.frombuffer(raw, np.uint8).reshape(itemsize, n).T.tobytes()
 
 
+@pytest.mark.parametrize("with_numpy", [True, False])
 @pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float32])
-def test_deflate_is_shuffle_then_zlib(dtype):
+def test_deflate_is_shuffle_then_zlib(dtype, with_numpy, monkeypatch):
+    """In the writer's process (numpy's transpose) and in the helper's (the standard library's
+    strided copies)."""
+    import raisimcli.log.deflate as module
+    if not with_numpy:
+        monkeypatch.setattr(module, "_np", None)
     a = (np.random.default_rng(1).random((64, 5)) * 1000).astype(dtype)
     c = deflate(a, a.itemsize, 4)
     assert _unshuffle(zlib.decompress(c), a.itemsize) == a.tobytes()
     assert zlib.decompress(deflate(a, 1, 4)) == a.tobytes()  # no shuffle
     assert len(c) <= chunk_bound(a.nbytes)
+    # bytes past the last whole element stay at the end, as HDF5's shuffle leaves them
+    odd = np.arange(4 * a.itemsize + 3, dtype=np.uint8)
+    n = 4
+    shuffled = zlib.decompress(deflate(odd, a.itemsize, 4))
+    assert shuffled[:n * a.itemsize] == _unshuffle_to(odd[:n * a.itemsize], a.itemsize)
+    assert shuffled[n * a.itemsize:] == odd[n * a.itemsize:].tobytes()
+
+
+def _unshuffle_to(raw: np.ndarray, itemsize: int) -> bytes:
+    """HDF5's shuffle, written out: byte j of element i goes to j * n + i."""
+    n = raw.size // itemsize
+    out = bytearray(raw.size)
+    for i in range(n):
+        for j in range(itemsize):
+            out[j * n + i] = raw[i * itemsize + j]
+    return bytes(out)
 
 
 def test_helper_answers_in_order_and_is_replaced_when_gone():
