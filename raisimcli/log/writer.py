@@ -171,9 +171,11 @@ class LogWriter:
         self.replaced = None  # the complete log kept at the path, when this run did not complete
         self.overwrote = False  # a file was at the final path and was replaced
         try:
-            # libver latest: SWMR (see the module's docstring); rdcc_nbytes 0: whole chunks are
-            # written at once, so HDF5's chunk cache would only grow the memory
-            self.f = h5py.File(self.tmp_path, "w", track_order=True, libver="latest",
+            # the 1.10 file format, no newer: SWMR needs 1.10 (see the module's docstring), and
+            # "latest" would write the format of the HDF5 h5py ships (2.0 today), which tools
+            # built on HDF5 1.10-1.14 cannot open; rdcc_nbytes 0: whole chunks are written at
+            # once, so HDF5's chunk cache would only grow the memory
+            self.f = h5py.File(self.tmp_path, "w", track_order=True, libver=("v110", "v110"),
                                rdcc_nbytes=0)
         except OSError as e:
             raise LogError(f"cannot write the log {self.tmp_path}: {_reason(e)}") from None
