@@ -150,3 +150,15 @@ def test_helper_is_off_without_gzip_or_when_switched_off(tmp_path, monkeypatch):
                   dt=0.001, decimation=1, compression="gzip")
     assert not w._use_helper
     w.abandon()
+
+
+def test_no_helper_without_a_python_to_run_it(tmp_path, monkeypatch):
+    """A frozen application's executable is not Python: the writer compresses in its own process
+    (as it does when the helper cannot start), and the log is whole."""
+    monkeypatch.setattr("sys.frozen", True, raising=False)
+    path = tmp_path / "log.h5"
+    w, state = _writer(path, True)
+    assert w._helper is None
+    _rows(w, state, 0, 20)
+    w.close("complete")
+    _check(path, 20)

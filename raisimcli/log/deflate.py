@@ -120,7 +120,8 @@ class DeflateHelper:
     order they were submitted."""
 
     def __init__(self, input_bytes: int, output_bytes: int, slots: int = 2):
-        if not sys.executable:  # an embedded interpreter: no Python to start
+        if not sys.executable or getattr(sys, "frozen", False):
+            # an embedded interpreter, or a frozen application whose executable is not Python
             raise OSError("no Python executable to run the deflate helper")
         self.slot_in, self.slot_out = input_bytes, output_bytes
         size = slots * (input_bytes + output_bytes)
