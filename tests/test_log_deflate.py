@@ -37,11 +37,11 @@ def test_deflate_is_shuffle_then_zlib(dtype, with_numpy, monkeypatch):
     odd = np.arange(4 * a.itemsize + 3, dtype=np.uint8)
     n = 4
     shuffled = zlib.decompress(deflate(odd, a.itemsize, 4))
-    assert shuffled[:n * a.itemsize] == _unshuffle_to(odd[:n * a.itemsize], a.itemsize)
+    assert shuffled[:n * a.itemsize] == _shuffle_written_out(odd[:n * a.itemsize], a.itemsize)
     assert shuffled[n * a.itemsize:] == odd[n * a.itemsize:].tobytes()
 
 
-def _unshuffle_to(raw: np.ndarray, itemsize: int) -> bytes:
+def _shuffle_written_out(raw: np.ndarray, itemsize: int) -> bytes:
     """HDF5's shuffle, written out: byte j of element i goes to j * n + i."""
     n = raw.size // itemsize
     out = bytearray(raw.size)

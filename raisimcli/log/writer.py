@@ -30,7 +30,7 @@ import glob
 import hashlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import h5py
@@ -188,7 +188,6 @@ class LogWriter:
             _helper_by_default() if deflate_helper is None else deflate_helper)
         self._helper = None  # a DeflateHelper, from start() on
         self._jobs: collections.deque[_Rows] = collections.deque()  # rows out in the helper
-        self._direct: list[int] = []  # the channels whose chunks the helper compresses
         self._filters = {} if self.compression is None else \
             {"compression": self.compression, "shuffle": shuffle,
              **({"compression_opts": gzip_level} if self.compression == "gzip" else {})}
@@ -462,18 +461,16 @@ class LogWriter:
         self._last_flush = time.monotonic()
 
     def _start_helper(self) -> None:
-        """The helper compresses every channel's chunks; without one (it could not start),
-        HDF5's filters compress here."""
+        """The helper compresses every channel's chunks; without one (no channel, or it could
+        not start), HDF5's filters compress here."""
         from raisimcli.log.deflate import DeflateHelper, chunk_bound
         sizes = [self.chunk_rows * int(np.prod(c.shape)) * np.dtype(c.dtype).itemsize
                  for c in self.channels]
-        if not sizes:
-            return
-        try:
-            self._helper = DeflateHelper(sum(sizes), sum(chunk_bound(n) for n in sizes))
-        except OSError:
-            return
-        self._direct = list(range(len(sizes)))
+        if sizes:
+            try:
+                self._helper = DeflateHelper(sum(sizes), sum(chunk_bound(n) for n in sizes))
+            except OSError:
+                pass
 
     def _start_swmr(self) -> None:
         self.f.swmr_mode = True
@@ -539,6 +536,10 @@ class LogWriter:
             if self._helper is not None and rows.r0 % self.chunk_rows == 0:
                 self._compress_together(rows)
             self._write(rows)
+        self._flushed()
+
+    def _flushed(self) -> None:
+        """Flush the file to disk, and note when (FLUSH_SECONDS)."""
         self.f.flush()
         self._last_flush = time.monotonic()
 
@@ -549,8 +550,7 @@ class LogWriter:
         end (the rows past its extent are never read)."""
         from raisimcli.log.deflate import deflate
         chunks = []
-        for i in self._direct:
-            a = rows.arrays[i]
+        for a in rows.arrays:
             if rows.n < self.chunk_rows:
                 padded = np.zeros((self.chunk_rows,) + a.shape[1:], dtype=a.dtype)
                 padded[:rows.n] = a
@@ -563,7 +563,7 @@ class LogWriter:
         self._helper.submit(chunks[:k], self._gzip_level, self._shuffle)
         here = [deflate(a, a.itemsize if self._shuffle else 1, self._gzip_level)
                 for a in chunks[k:]]
-        rows.compressed = dict(zip(self._direct, self._helper.result(self._gzip_level) + here))
+        rows.compressed = self._helper.result(self._gzip_level) + here
 
     def _take(self) -> _Rows | None:
         """The buffered rows as arrays (None when there are none); the buffers are emptied."""
@@ -596,13 +596,11 @@ class LogWriter:
         if self._helper is None or rows.n != self.chunk_rows or rows.r0 % self.chunk_rows:
             self._write_done(True)
             self._write(rows)
-            self.f.flush()
-            self._last_flush = time.monotonic()
+            self._flushed()
             return
         while not self._helper.has_free_slot:  # the helper is behind: wait for its oldest job
             self._write_done(True, 1)
-        self._helper.submit([rows.arrays[i] for i in self._direct], self._gzip_level,
-                            self._shuffle)
+        self._helper.submit(rows.arrays, self._gzip_level, self._shuffle)
         self._jobs.append(rows)
         self._write_done(False)
 
@@ -612,12 +610,11 @@ class LogWriter:
         written = False
         while self._jobs and most and (wait or self._helper.ready()):
             rows = self._jobs.popleft()
-            rows.compressed = dict(zip(self._direct, self._helper.result(self._gzip_level)))
+            rows.compressed = self._helper.result(self._gzip_level)
             self._write(rows)
             written, most = True, most - 1
         if written:
-            self.f.flush()
-            self._last_flush = time.monotonic()
+            self._flushed()
 
     def _write(self, rows: _Rows) -> None:
         """Write taken rows at the end of the datasets (their chunks already compressed, or
@@ -626,11 +623,10 @@ class LogWriter:
         assert r0 == rows.r0
         self.time_ds.resize((r0 + n,))
         self.time_ds[r0:] = rows.time  # t = k dt
-        compressed = rows.compressed
         for i, (ds, values) in enumerate(zip(self._datasets, rows.arrays)):
             ds.resize((r0 + n,) + ds.shape[1:])
-            if i in compressed:
-                ds.id.write_direct_chunk((r0,) + (0,) * (ds.ndim - 1), compressed[i])
+            if rows.compressed is not None:
+                ds.id.write_direct_chunk((r0,) + (0,) * (ds.ndim - 1), rows.compressed[i])
             else:
                 ds[r0:r0 + n] = values
         if self._world is not None:
@@ -697,14 +693,14 @@ class LogWriter:
 class _Rows:
     """Rows taken from the writer's buffers: `r0` their first row in the file, `n` of them, their
     `time` values, one array per channel, the contacts' columns per row (or None), and the
-    chunks the helper compressed, by channel index."""
+    chunk of each channel as the helper compressed it (None: HDF5's filters compress them)."""
 
     r0: int
     n: int
     time: np.ndarray
     arrays: list
     contacts: list | None
-    compressed: dict = field(default_factory=dict)
+    compressed: list | None = None
 
 
 def _helper_by_default() -> bool:
