@@ -14,6 +14,7 @@ Every function takes and returns float64 numpy arrays; inputs are not modified.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from numba import njit
@@ -39,6 +40,21 @@ def _mv(A, x, out):
         for p in range(k):
             s += A[i, p] * x[p]
         out[i] = s
+
+
+FLOAT_MAX = sys.float_info.max  # first_beyond's limit for "not finite"
+
+
+@njit(cache=True)
+def first_beyond(v, limit) -> int:
+    """The first index of the vector v whose entry is not finite or beyond +-limit; -1 if none
+    (limit = FLOAT_MAX: the first entry that is not finite; with limit = inf an infinite entry
+    would pass)."""
+    for i in range(v.shape[0]):
+        x = v[i]
+        if not (abs(x) <= limit):  # NaN fails every comparison
+            return i
+    return -1
 
 
 @njit(cache=True)

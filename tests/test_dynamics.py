@@ -239,6 +239,21 @@ def test_state_dimension_errors_name_the_size():
     assert_close(sys.q[3:7], [1, 0, 0, 0])
 
 
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_setters_refuse_entries_that_are_not_finite(bad):
+    from raisimcli.errors import StateError
+    _, sys = make(robot("quadruped.urdf"))
+    q, u = sys.get_generalized_coordinate(), np.zeros(18)
+    q[9], u[4] = bad, bad
+    for call, what in ((lambda: sys.set_generalized_coordinate(q), "generalized coordinate"),
+                       (lambda: sys.set_generalized_velocity(u), "generalized velocity"),
+                       (lambda: sys.set_pd_target(q, np.zeros(18)), "position target"),
+                       (lambda: sys.set_pd_target(sys.q, u), "velocity target"),
+                       (lambda: sys.set_generalized_force(u), "generalized force")):
+        with pytest.raises(StateError, match=f"{what} must be finite"):
+            call()
+
+
 def test_spherical_velocity_convention():
     """u of a spherical joint is the child's angular velocity relative to the parent, in the joint
     frame fixed to the parent: for the ball joint below the world (origin yaw 0.3), the child's

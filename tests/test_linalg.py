@@ -1,6 +1,8 @@
 """raisimcli.linalg, the fixed-order algebra of the step, against numpy/LAPACK (a second
 implementation) and against identities."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -126,3 +128,36 @@ def test_the_block_transforms_give_the_bits_of_the_dense_products_with_T(rng, ro
                               matmul(T.T, a) + conv.bias_correction(u_pin))
         if conv.identity:
             assert R.shape == (0, 3, 3) and np.array_equal(got, M_pin)
+
+
+def test_normalize_gives_the_bits_of_q_over_its_norm(rng):
+    """Conventions.normalize divides each quaternion by linalg.norm in Python floats: the same
+    bits as q / norm(q) with numpy, for quaternions of any scale; a zero one is refused."""
+    from conftest import robot as path
+    from raisimcli.errors import StateError
+    from raisimcli.model import load_urdf
+    from raisimcli.physics.conventions import Conventions
+    model = load_urdf(path("spherical_chain.urdf"))
+    conv = Conventions(model)
+    starts = [qs for _, qs in conv.spherical]
+    assert starts
+    for scale in (1.0, 1e-150, 1e150, 3.7):
+        for _ in range(200):
+            q = rng.standard_normal(model.nq) * scale
+            got = conv.normalize(q)
+            for qs in starts:
+                quat = q[qs:qs + 4]
+                assert got[qs:qs + 4].tobytes() == (quat / norm(quat)).tobytes()
+    q = rng.standard_normal(model.nq)
+    q[starts[0]:starts[0] + 4] = 0.0
+    with pytest.raises(StateError, match="is zero: no orientation"):
+        conv.normalize(q)
+
+
+def test_first_beyond_finds_the_first_entry_that_is_not_finite_or_too_large():
+    from raisimcli.linalg import FLOAT_MAX, first_beyond
+    assert first_beyond(np.array([0.0, -1e300, 5.0, FLOAT_MAX, -FLOAT_MAX]), FLOAT_MAX) == -1
+    for bad in (math.inf, -math.inf, math.nan):
+        assert first_beyond(np.array([1.0, bad, bad]), FLOAT_MAX) == 1
+    assert first_beyond(np.array([1.0, -3.0, 2.0]), 2.5) == 1
+    assert first_beyond(np.zeros(0), 1.0) == -1

@@ -15,7 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import StateError
-from raisimcli.linalg import Cholesky, cross, dot, matmul, norm
+from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, dot, first_beyond, matmul, norm
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.conventions import Conventions
 from raisimcli.physics.pinocchio_views import checked_placements
@@ -174,7 +174,7 @@ class ArticulatedSystem:
         a = np.asarray(v, dtype=float).reshape(-1)
         if a.size != n:
             raise StateError(f"{self.name}: {what} must have {n} entries, got {a.size}")
-        if not np.isfinite(a).all():
+        if first_beyond(a, FLOAT_MAX) >= 0:
             raise StateError(f"{self.name}: {what} must be finite")
         return a
 

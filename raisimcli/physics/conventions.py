@@ -431,9 +431,17 @@ def _conj(q) -> np.ndarray:
     return np.array([q[0], -q[1], -q[2], -q[3]])
 
 
-def _unit(q, start: int) -> np.ndarray:
-    n = norm(q)
+def _unit(q, start: int) -> list:
+    """q (4,) / its norm, in Python floats: the bits of q / linalg.norm(q) (the squares summed
+    in index order, one correctly rounded square root, four divisions), without numpy's calls."""
+    w, x, y, z = q.tolist()
+    s = 0.0
+    s += w * w
+    s += x * x
+    s += y * y
+    s += z * z
+    n = math.sqrt(s)
     if n == 0:
         from raisimcli.errors import StateError
         raise StateError(f"the quaternion q[{start}:{start + 4}] is zero: no orientation")
-    return q / n
+    return [w / n, x / n, y / n, z / n]

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from numba import njit
 
 from raisimcli.errors import ControllerError, Interrupted, LogWriteError, take_interrupt
+from raisimcli.linalg import first_beyond
 from raisimcli.log.writer import LogWriter
 from raisimcli.physics import World
 from raisimcli.physics.articulated_system import ArticulatedSystem
@@ -119,21 +119,11 @@ def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
     return w, drivers
 
 
-@njit(cache=True)
-def _first_diverged(v, limit) -> int:
-    """The first index of v whose entry is not finite or beyond +-limit; -1 if none."""
-    for i in range(v.shape[0]):
-        x = v[i]
-        if not (abs(x) <= limit):  # NaN fails every comparison
-            return i
-    return -1
-
-
 def _diverged(drivers, t) -> str | None:
     for d in drivers:
         s = d.system
         for label, v, names in (("q", s.q, s.coordinate_names), ("u", s.u, s.dof_names)):
-            i = _first_diverged(v, DIVERGENCE_LIMIT)
+            i = first_beyond(v, DIVERGENCE_LIMIT)
             if i >= 0:
                 return (f"robot {s.name!r} diverged at t = {t:.6g} s: {label}[{names[i]}] = "
                         f"{float(v[i]):.6g}")
