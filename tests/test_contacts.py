@@ -644,6 +644,41 @@ def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_material
     assert found.params[[0, 5]].tolist() == [[0.7, 0.0, 0.01, 0.5, 2e-5], [0.6, 0.1, 0.01, 0.5, 2e-5]]
 
 
+def test_spheres_of_a_robot_alone_on_the_ground_are_the_general_detection_s_set():
+    # a robot alone on the ground whose shapes near it are spheres gets its contacts without
+    # the general detection's blocks (ContactWorld._spheres_on_ground): the same set as
+    # _Found.add_ground_spheres and contact_set make, array for array, through the quadruped's
+    # fall, impacts and stand (no contact, some feet, four; meta and keys reused while the same
+    # feet touch)
+    from raisimcli.physics.contacts import _Found
+    w = World(0.001)
+    w.add_ground()
+    r = w.add_articulated_system(robot("quadruped.urdf"))
+    q = r.get_generalized_coordinate()
+    q[2], q[3:7] = 0.55, [0.995, 0.05, 0.08, 0.0]  # tilted: the feet land one by one
+    q[7:] = [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
+    r.set_state(q, np.zeros(r.nv))
+    r.set_pd_gains(np.full(r.nv, 300.0), np.full(r.nv, 10.0))
+    r.set_pd_target(q, np.zeros(r.nv))
+    cw, counts = w.contact_world, set()
+    for _ in range(600):
+        w.integrate1()
+        ours = w.contacts
+        general = _Found(cw.erp, cw.slop)
+        general.add_ground_spheres(cw.robots[0], 0, len(ours))
+        theirs = general.contact_set(r)
+        counts.add(len(ours))
+        assert len(ours) == len(theirs) and ours.alone is theirs.alone
+        assert ours.meta == theirs.meta and ours.keys == theirs.keys
+        for name in ("points", "frames", "distance", "params", "bodies_a", "impulse",
+                     "impulse_contact", "velocity_contact", "target"):
+            a, b = getattr(ours, name), getattr(theirs, name)
+            assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
+        w.integrate2()
+    assert {0, 4} <= counts and len(counts) > 2  # apart, some feet, all four
+    assert cw._last_spheres is not None  # (the path of spheres alone was taken)
+
+
 def test_sweep_and_prune_finds_the_overlapping_pairs_of_other_groups():
     # the compiled sweep against every pair tested directly, with shapes of three robots (one
     # with self-collision) and static shapes

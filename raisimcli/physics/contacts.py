@@ -344,6 +344,7 @@ class ContactWorld:
         self._result = coal.CollisionResult()  # one result, cleared before each query
         self._broad = None  # see _broad_phase_entries
         self._pairs_version = 0  # set_material_pair's changes, for _ground_params
+        self._last_spheres = None  # (robot, its shapes, meta, keys) of _spheres_on_ground
 
     # --- set-up ---------------------------------------------------------------------------------
     def set_ground(self, height: float = 0.0, material: str = "default") -> None:
@@ -389,16 +390,26 @@ class ContactWorld:
     # --- detection ------------------------------------------------------------------------------
     def detect(self) -> ContactSet:
         """Contacts of the current state (within the margin)."""
-        contacts = _Found(self.erp, self.slop)
         self._request.security_margin = self.margin
+        near = None  # (n, others) of the one robot's update_near_ground
+        if self.ground_height is not None and len(self.robots) == 1 and not self.static and \
+                not self.robots[0].self_collision:
+            rs = self.robots[0]
+            h, margin = self.ground_height, self.margin
+            near = rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
+                                         self._ground_params(rs))
+            if not near[1]:  # spheres only, or nothing near the ground
+                return self._spheres_on_ground(rs, near[0])
+        contacts = _Found(self.erp, self.slop)
         if self.ground_height is None:
             for rs in self.robots:
                 rs.update()
         else:
             h, margin = self.ground_height, self.margin
             for rs in self.robots:
-                n, others = rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
-                                                  self._ground_params(rs))
+                n, others = near if near is not None else \
+                    rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
+                                          self._ground_params(rs))
                 if not n:
                     continue
                 if not others:  # spheres only (feet): their contacts as they are
@@ -488,6 +499,26 @@ class ContactWorld:
                                                     self._identity, shape.kind in _PATCH_KINDS)):
             contacts.add(system, shape, None, -1, "ground", p, n, d, pair,
                          (system.name, shape.index, "ground", k))
+
+    def _spheres_on_ground(self, rs: RobotShapes, n: int) -> ContactSet:
+        """The contacts of a robot alone on the ground whose shapes near it are all spheres:
+        entries [0, n) of its update_near_ground, as _Found's add_ground_spheres and
+        contact_set make them (the same set), without their lists and blocks. The lists of the
+        contacts' meta and keys are those of the last call when the same shapes touch (nobody
+        writes into them)."""
+        if not n:
+            return EMPTY_CONTACTS
+        shapes = rs.entry_shape[:n].tobytes()
+        last = self._last_spheres
+        if last is None or last[0] is not rs or last[1] != shapes:
+            ks = rs.entry_shape[:n].tolist()
+            last = self._last_spheres = (rs, shapes, [rs.ground_meta[k] for k in ks],
+                                         [rs.ground_key[k] for k in ks])
+        frames = np.empty((n, 3, 3))
+        frames[:] = _UP_FRAME
+        return ContactSet(last[2], last[3], rs.entry_point[:n].copy(), frames,
+                          rs.entry_distance[:n].copy(), rs.entry_params[:n].copy(), rs.system,
+                          bodies_a=rs.entry_bodies[:n].copy())
 
     def _ground_params(self, rs: RobotShapes) -> np.ndarray:
         """(len(rs.materials), 5): the contact params (friction, restitution, threshold, erp,
