@@ -18,6 +18,7 @@ general path.
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 from numba import njit
@@ -33,6 +34,7 @@ from raisimcli.physics.step.solver import _impulses_by_source, _solve, warm_star
 _U_BAR = {"SEMI_IMPLICIT": 0, "TRAPEZOID": 1, "EULER": 2, "RUNGE_KUTTA_4": 0}
 _TABLE_ROWS = len(SOURCES) + 1  # the torque table's rows and its total
 
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> _plan's tuple
 _WORKSPACES = threading.local()  # per thread: sizes -> the arrays of _workspace
 
 
@@ -118,6 +120,21 @@ def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
     return sweeps
 
 
+def _plan(s, joint, contacts, nc: int) -> tuple:
+    """What integrate2_alone derives from the rows' structure alone: (joint rows, contact keys,
+    the rows' keys, sources, order, starts, the joint rows' blocks (3), the torque table's row
+    names by which sources act), kept for the system for as long as its joint rows and its
+    contacts' keys are the same objects (a robot standing: the same from step to step)."""
+    ckeys = contacts.keys if nc else None
+    plan = _PLANS.get(s)
+    if plan is not None and plan[0] is joint and plan[1] is ckeys:
+        return plan
+    keys = joint.key + contact_keys(contacts) if nc else joint.key
+    plan = _PLANS[s] = (joint, ckeys, keys, *joint.source_groups_with_contacts(nc),
+                        *joint.blocks(), {})
+    return plan
+
+
 def can_go_alone(systems, stages, contacts) -> bool:
     """Whether integrate2_alone applies: one system, without constraints, whose contacts (if
     any) are all with the static world, and with at least one row."""
@@ -133,12 +150,11 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     step's warm start."""
     joint, nc, nv = st.joint_rows, len(contacts), s.nv
     m = joint.m + 3 * nc
-    keys = joint.key + contact_keys(contacts) if nc else joint.key
-    sources, order, starts = joint.source_groups_with_contacts(nc)
+    plan = _plan(s, joint, contacts, nc)
+    _, _, keys, sources, order, starts, bs, bk, bm, names_of = plan
     lam = warm_start_impulses(warm_start, keys)
     if lam is None:
         lam = np.zeros(m)
-    bs, bk, bm = joint.blocks()
     ws = _workspace(m, nv, bs.shape[0], nc, len(sources))
     g, nonzero = ws[16], ws[15]
     # these leave the step: the next state and the torque table
@@ -161,8 +177,11 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
         by_source = {source: g[n].copy() for n, source in enumerate(sources) if nonzero[n]}
         s.finish_step(dt, st, u_next, by_source, point_loads, int(sweeps), bool(nc))
     else:
-        names = _row_names(tuple(source for source, acts in zip(sources, nonzero.tolist())
-                                 if acts))
+        which = nonzero.tobytes()
+        names = names_of.get(which)
+        if names is None:
+            names = names_of[which] = _row_names(
+                tuple(source for source, acts in zip(sources, nonzero.tolist()) if acts))
         torque = dict(zip(names, table))
         torque["total"] = table[-1]
         s.end_step(dt, st, q_next, u_next, torque, st.act_state, point_loads, int(sweeps),
