@@ -17,10 +17,11 @@ import math
 import sys
 
 import numpy as np
-from numba import njit
+
+from raisimcli.jit import kernel
 
 
-@njit(cache=True)
+@kernel
 def _mm(A, B, out):
     n, k = A.shape
     m = B.shape[1]
@@ -32,7 +33,7 @@ def _mm(A, B, out):
             out[i, j] = s
 
 
-@njit(cache=True)
+@kernel
 def _mv(A, x, out):
     n, k = A.shape
     for i in range(n):
@@ -45,7 +46,7 @@ def _mv(A, x, out):
 FLOAT_MAX = sys.float_info.max  # first_beyond's limit for "not finite"
 
 
-@njit(cache=True)
+@kernel
 def first_beyond(v, limit) -> int:
     """The first index of the vector v whose entry is not finite or beyond +-limit; -1 if none
     (limit = FLOAT_MAX: the first entry that is not finite; with limit = inf an infinite entry
@@ -57,7 +58,7 @@ def first_beyond(v, limit) -> int:
     return -1
 
 
-@njit(cache=True)
+@kernel
 def _dot(a, b):
     s = 0.0
     for i in range(a.shape[0]):
@@ -65,7 +66,7 @@ def _dot(a, b):
     return s
 
 
-@njit(cache=True)
+@kernel
 def _cholesky(A, L):
     """Lower Cholesky factor of A into L; returns 0, or j + 1 if the j-th pivot is not > 0
     (LAPACK dpotrf's info)."""
@@ -86,7 +87,7 @@ def _cholesky(A, L):
     return 0
 
 
-@njit(cache=True)
+@kernel
 def _cho_solve(L, B, X):
     """X = (L L^T)^-1 B for B (n, k): forward then backward substitution, column by column."""
     n, k = B.shape
@@ -103,7 +104,7 @@ def _cho_solve(L, B, X):
             X[i, c] = s / L[i, i]
 
 
-@njit(cache=True)
+@kernel
 def _cho_solve_rows(L, B, col0, X, row0):
     """X[row0 + i, c] = ((L L^T)^-1 B[c, col0 : col0 + n])[i] for every row c of B: the solution
     of B's column block transposed, read from B's rows (no transposed copy). Each column c goes
@@ -131,7 +132,7 @@ def _cho_solve_rows(L, B, col0, X, row0):
             X[row0 + i, c] = X[row0 + i, c] / d
 
 
-@njit(cache=True)
+@kernel
 def _pivoted_rank(A, tol, perm):
     """Outer-product Cholesky of the symmetric A (overwritten) with diagonal pivoting (LAPACK
     dpstrf's rule: the largest remaining diagonal entry, the first one on a tie; stop when it
@@ -170,7 +171,7 @@ def _pivoted_rank(A, tol, perm):
     return n
 
 
-@njit(cache=True)
+@kernel
 def _jacobi(A, w, V):
     """Eigen-decomposition of the symmetric A (overwritten) by cyclic Jacobi rotations
     (Numerical Recipes' `jacobi`): eigenvalues into w, eigenvectors into the columns of V."""

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import coal
 import numpy as np
 import pinocchio as pin
-from numba import njit
 
 from raisimcli.errors import ModelError
+from raisimcli.jit import kernel
 from raisimcli.linalg import matmul, norm
 
 
@@ -213,7 +213,7 @@ class RobotShapes:
         return T
 
 
-@njit(cache=True)
+@kernel
 def _homogeneous(R, T, b, i, p):
     """Entry (i, p) of body b's homogeneous placement [[R, T], [0, 1]]."""
     if i == 3:
@@ -221,7 +221,7 @@ def _homogeneous(R, T, b, i, p):
     return T[b, i] if p == 3 else R[b, i, p]
 
 
-@njit(cache=True)
+@kernel
 def _world_poses(R, T, bodies, placements, out):
     """out[s] = oMi[bodies[s]] placements[s] as (4, 4) products summed in index order (the bits
     of linalg.matmul of the homogeneous matrices)."""
@@ -235,7 +235,7 @@ def _world_poses(R, T, bodies, placements, out):
                 out[s, i, j] = acc
 
 
-@njit(cache=True)
+@kernel
 def _lowest(poses, kind, extent, out):
     """Each shape's lowest height: the z of its support point along -z."""
     for s in range(kind.shape[0]):
@@ -253,7 +253,7 @@ def _lowest(poses, kind, extent, out):
                           extent[s, 1] + abs(poses[s, 2, 2]) * extent[s, 2])
 
 
-@njit(cache=True)
+@kernel
 def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, point,
                     distance):
     """The entries of RobotShapes.ground_entries; returns (entries, entries not spheres). A
@@ -282,7 +282,7 @@ def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, 
     return n, others
 
 
-@njit(cache=True)
+@kernel
 def _near_ground(R, T, bodies, placements, kind, extent, radii, reach, slack, h, margin,
                  material_index, params, poses, lowest, shape, point, distance, entry_params,
                  entry_bodies):
@@ -336,7 +336,7 @@ def sweep_and_prune(centers: np.ndarray, radii: np.ndarray, margin: float,
     return out[:m]
 
 
-@njit(cache=True)
+@kernel
 def _sweep(lo, hi, order, group, self_pairs, active, out):
     """sweep_and_prune's loop over the boxes [lo, hi] in the order `order`; `active`: scratch.
     Returns the number of pairs written to out."""

@@ -23,8 +23,8 @@ import math
 
 import coal
 import numpy as np
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.physics.collision import SPHERE, RobotShapes, Shape, make_geometry, \
     robot_shapes, sweep_and_prune, transform
 
@@ -243,7 +243,7 @@ class ContactSet(Sequence):
 EMPTY_CONTACTS = ContactSet.empty()
 
 
-@njit(cache=True)
+@kernel
 def _unit_frame(n_raw, out):
     """out (3, 3): columns t1, t2, n around the unit normal n = n_raw / |n_raw|, right-handed;
     t1 is the unit part of x (or of y when n is near x) orthogonal to n. Sums in index order,
@@ -263,7 +263,7 @@ def _unit_frame(n_raw, out):
     out[0, 2], out[1, 2], out[2, 2] = n0, n1, n2
 
 
-@njit(cache=True)
+@kernel
 def _unit_frames(normals, out):
     """out[c] = the frame of _unit_frame around normals[c], for each contact."""
     for c in range(normals.shape[0]):
@@ -297,7 +297,7 @@ def reduce_patch(points: list, normal) -> list:
     return [points[i] for i in keep]
 
 
-@njit(cache=True)
+@kernel
 def _patch_corners(P, normal, out):
     """reduce_patch's corners of P (k, 3) into out: the farthest from P[0], then the farthest on
     each side of the line P[0] P[out[0]] (the largest and the smallest (P[out[0]] - P[0]) x

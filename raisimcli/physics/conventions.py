@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.model.types import RobotModel
 from raisimcli.linalg import cross, matmul, norm
 
@@ -32,7 +32,7 @@ from raisimcli.linalg import cross, matmul, norm
 # linalg.matmul(T, ...) would sum them (the dense loops only add exact zeros besides), so the
 # results are the same bits, for O(nv) work instead of O(nv^3). `bu[k]`: the first u index of
 # block k; `bq[k]`: the q index of the quaternion (w, x, y, z) that gives its rotation.
-@njit(cache=True)
+@kernel
 def _rotations(q, bq, R):
     """R[k] = the rotation of the quaternion at q[bq[k]:bq[k] + 4] (quat_to_matrix's formula)."""
     for k in range(bq.shape[0]):
@@ -48,7 +48,7 @@ def _rotations(q, bq, R):
         R[k, 2, 2] = 1 - 2 * (x * x + y * y)
 
 
-@njit(cache=True)
+@kernel
 def _rotate_columns(A, bu, R, out):
     """out = A T^T for A (m, nv)."""
     for i in range(A.shape[0]):  # element loops, not slice assignments: those compile numba's
@@ -62,7 +62,7 @@ def _rotate_columns(A, bu, R, out):
                     A[i, b + 2] * R[k, r, 2]
 
 
-@njit(cache=True)
+@kernel
 def _rotate_rows(A, bu, R, transpose, out):
     """out = T A (or T^T A with `transpose`) for A (nv, m)."""
     for i in range(A.shape[0]):
@@ -80,7 +80,7 @@ def _rotate_rows(A, bu, R, transpose, out):
                         R[k, r, 2] * A[b + 2, j]
 
 
-@njit(cache=True)
+@kernel
 def _mass_matrix(M_upper, bu, R, M_pin, TM, out):
     """M_pin = the symmetric matrix of Pinocchio's upper triangle; out = T M_pin T^T."""
     n = M_upper.shape[0]
@@ -91,7 +91,7 @@ def _mass_matrix(M_upper, bu, R, M_pin, TM, out):
     _rotate_columns(TM, bu, R, out)
 
 
-@njit(cache=True)
+@kernel
 def _pin_inputs(q, u, q_to_pin, bq, bu, q_pin, R, u_pin):
     """Pinocchio's coordinates q_pin = q[q_to_pin], the rotation blocks R of T at q, and
     Pinocchio's velocity u_pin = T^T u (u_pin: (nv, 1))."""
@@ -101,7 +101,7 @@ def _pin_inputs(q, u, q_to_pin, bq, bu, q_pin, R, u_pin):
     _rotate_rows(u, bu, R, True, u_pin)
 
 
-@njit(cache=True)
+@kernel
 def _bias(u_pin, floating_u, c):
     """c = bias_correction(u_pin): linalg.cross(v, omega) of Pinocchio's velocity on each floating
     joint, 0 elsewhere."""
@@ -114,7 +114,7 @@ def _bias(u_pin, floating_u, c):
         c[us], c[us + 1], c[us + 2] = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@njit(cache=True)
+@kernel
 def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, out):
     """out = T (h_pin + M_pin c), c the bias correction of u_pin (see bias_correction);
     `c` (nv,), `v`, `o` (nv, 1): scratch."""
@@ -130,7 +130,7 @@ def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, out):
         out[i] = o[i, 0]
 
 
-@njit(cache=True)
+@kernel
 def _pin_acceleration(a, bu, R, u_pin, floating_u, rotated, out):
     """out = T^T a + c(u_pin), c the bias correction (see bias_correction), each entry with the
     operations of to_pin_velocity(R, a) + bias_correction(u_pin); `rotated` (nv, 1): scratch."""
@@ -140,7 +140,7 @@ def _pin_acceleration(a, bu, R, u_pin, floating_u, rotated, out):
         out[i] = rotated[i, 0] + out[i]
 
 
-@njit(cache=True)
+@kernel
 def _turn(q, qs, x, y, z, out):
     """out[qs:qs + 4] = quat_exp((x, y, z)) * q[qs:qs + 4], normalised: the operations of
     quat_exp, quat_multiply and linalg.norm in their order."""
@@ -161,7 +161,7 @@ def _turn(q, qs, x, y, z, out):
     out[qs], out[qs + 1], out[qs + 2], out[qs + 3] = w / n, i / n, j / n, k / n
 
 
-@njit(cache=True)
+@kernel
 def _one_dof_difference(q0, q1, one_q, one_u, out):
     """out = 0, then out[one_u[k]] = q1[one_q[k]] - q0[one_q[k]]: Conventions.difference
     without quaternions."""
@@ -171,7 +171,7 @@ def _one_dof_difference(q0, q1, one_q, one_u, out):
         out[one_u[k]] = q1[one_q[k]] - q0[one_q[k]]
 
 
-@njit(cache=True)
+@kernel
 def _integrate(q, u_bar, dt, one_q, one_u, floating_u, floating_q, spherical_u, spherical_q,
                out):
     """Conventions.integrate into out (nq,)."""

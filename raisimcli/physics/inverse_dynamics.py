@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.linalg import dot, matmul
 from raisimcli.physics.contacts import ContactLoads
 from raisimcli.physics.pinocchio_views import checked_views
 
 
-@njit(cache=True)
+@kernel
 def _rotate(R, b, v, b_v, i):
     """Row i of R[b] v[b_v] in the order Pinocchio's compiled Eigen sums it: rows 0 and 1 as one
     SSE2 packet, left to right; row 2 as r0 v0 + (r1 v1 + r2 v2). tests/test_inverse_dynamics.py
@@ -35,7 +35,7 @@ def _rotate(R, b, v, b_v, i):
     return R[b, i, 0] * v[b_v, 0] + (R[b, i, 1] * v[b_v, 1] + R[b, i, 2] * v[b_v, 2])
 
 
-@njit(cache=True)
+@kernel
 def _loads_in_body_frames(R, T, bodies, points, vectors, torques, cleared, f_lin, f_ang, lin,
                           ang):
     """Load n (world vector vectors[n] at the world point points[n], or a pure torque where
@@ -76,7 +76,7 @@ def _loads_in_body_frames(R, T, bodies, points, vectors, torques, cleared, f_lin
             f_ang[b, i] = f_ang[b, i] + ang[n, i]
 
 
-@njit(cache=True)
+@kernel
 def _moving_wrenches(R, T, L, A, bodies, rows, force, moment, point):
     """For each moving joint (row rows[n], child body bodies[n]): its wrench f in the world
     frame about the world origin, oMi.act(f) = (R f_lin, R f_ang + p x R f_lin), with the
@@ -93,7 +93,7 @@ def _moving_wrenches(R, T, L, A, bodies, rows, force, moment, point):
             point[k, i] = T[b, i]
 
 
-@njit(cache=True)
+@kernel
 def _inertia_times(mass, c, S, lin, ang, f_lin, f_ang):
     """Pinocchio's Inertia * Motion in its order: f_lin = m (v - c x w), f_ang = S w + c x f_lin."""
     x0 = lin[0] - (c[1] * ang[2] - c[2] * ang[1])
@@ -105,7 +105,7 @@ def _inertia_times(mass, c, S, lin, ang, f_lin, f_ang):
             (c[(i + 1) % 3] * f_lin[(i + 2) % 3] - c[(i + 2) % 3] * f_lin[(i + 1) % 3])
 
 
-@njit(cache=True)
+@kernel
 def _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, rows, bodies, frames, in_off, in_mass,
                     in_lever, in_S, hang_off, hang_bodies, load_lin, load_ang, mask, scratch,
                     force, moment, point):
@@ -165,7 +165,7 @@ def _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, rows, bodies, frames, in
             point[k, i] = _rotate(R, b, fr, 0, i) + T[b, i]
 
 
-@njit(cache=True)
+@kernel
 def _torques_and_actuation(force, moment, point, R, rows, bodies, axes, prismatic, torque,
                            actuation):
     """torque = moment - point x force (about each joint's position), and for each 1-DoF joint

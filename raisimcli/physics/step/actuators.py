@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.linalg import _mv
 from raisimcli.model.types import RobotModel
 
@@ -85,7 +85,7 @@ class ActuatorState:
     applied: np.ndarray
 
 
-@njit(cache=True)
+@kernel
 def _clamp(x, lo, hi):
     """np.minimum(np.maximum(x, lo), hi) for one element: a NaN propagates, of two equal values
     the first is kept."""
@@ -96,7 +96,7 @@ def _clamp(x, lo, hi):
     return x
 
 
-@njit(cache=True)
+@kernel
 def _actuators(T, u, stall, back_emf, peak, tau_a, gear, enforce, w_m, lo, hi, commanded,
                applied, tau_act):
     """The loop form of actuator_torques' equations, the products T u and T^T tau_m with

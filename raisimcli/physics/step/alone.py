@@ -21,8 +21,8 @@ import threading
 import weakref
 
 import numpy as np
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.linalg import _cho_solve_rows
 from raisimcli.physics.conventions import _integrate
 from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows, _targets, \
@@ -60,7 +60,7 @@ def _workspace(m: int, nv: int, nb: int, nc: int, ns: int) -> tuple:
     return ws
 
 
-@njit(cache=True)
+@kernel
 def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
                   J_world, origins, supports, bu, R,
                   bodies, points, frames, distance, params,

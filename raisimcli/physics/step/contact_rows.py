@@ -17,14 +17,14 @@ order, so the rows have the same bits.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.physics.conventions import _rotate_columns
 from raisimcli.physics.step.contact_solver import CONTACT
 from raisimcli.physics.step.solver import Rows
 
 
-@njit(cache=True)
+@kernel
 def _point_jacobian(J_world, origin, support, point, bu, R, jj, lin, J_lin):
     """J_lin (3, nv) = the Jacobian of the world velocity of `point` (fixed to the body whose
     joint origin is `origin` and whose support columns are `support`), in our coordinates.
@@ -51,7 +51,7 @@ def _point_jacobian(J_world, origin, support, point, bu, R, jj, lin, J_lin):
     _rotate_columns(lin, bu, R, J_lin)
 
 
-@njit(cache=True)
+@kernel
 def _add_rows(J_world, origins, supports, bodies, points, frames, signs, first_rows, col0, bu, R,
               scratch, J):
     """For each contact side n: J[first_rows[n] + i, col0 + c] += signs[n] (frame^T J_lin)[i, c]
@@ -70,7 +70,7 @@ def _add_rows(J_world, origins, supports, bodies, points, frames, signs, first_r
                 J[r + i, col0 + c] = J[r + i, col0 + c] + signs[n] * s
 
 
-@njit(cache=True)
+@kernel
 def _normal_velocities(J, u, out):
     """out[c] = J[3 c + 2] . u, summed in index order."""
     for c in range(out.shape[0]):
@@ -80,7 +80,7 @@ def _normal_velocities(J, u, out):
         out[c] = s
 
 
-@njit(cache=True)
+@kernel
 def _normal_targets(distance, params, vn, dt, target, first):
     """target[first + 3c + 2] = the normal velocity target of contact c (Contact.
     target_normal_velocity, the rules of docs/contacts.md) at its normal velocity vn[c]; params
@@ -97,7 +97,7 @@ def _normal_targets(distance, params, vn, dt, target, first):
         target[first + 3 * c + 2] = t
 
 
-@njit(cache=True)
+@kernel
 def _start_rows(bJ, btarget, blo, bhi, bstart, bkind, bmu, mu_c, J, target, lo, hi, first_rows,
                 start, kind, mu):
     """The stacked rows' arrays before the contacts' Jacobian rows are added: the rows `b...`
@@ -120,7 +120,7 @@ def _start_rows(bJ, btarget, blo, bhi, bstart, bkind, bmu, mu_c, J, target, lo, 
         start[nb + c], kind[nb + c], mu[nb + c] = m0 + 3 * c, CONTACT, mu_c[c]
 
 
-@njit(cache=True)
+@kernel
 def _targets(J, m0, u, distance, params, dt, vn, target):
     """The contacts' normal velocities at u (_normal_velocities of the rows from m0 on) and
     their normal targets (_normal_targets)."""
@@ -195,7 +195,7 @@ def contact_keys(contacts) -> list:
     return [(key, i) for key in contacts.keys for i in (0, 1, 2)]
 
 
-@njit(cache=True)
+@kernel
 def _report(frames, J, first, lam, u_next, row_target, impulse, impulse_contact, velocity,
             target):
     """impulse[c] = frames[c] lam[first + 3c : + 3] (world), velocity[c] = J[first + 3c : + 3]

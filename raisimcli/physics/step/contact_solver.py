@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from raisimcli.jit import kernel
 
 SCALAR = 0
 CONTACT = 1
 
 
-@njit(cache=True)
+@kernel
 def _solve3(G, b0, b1, b2):
     """(x0, x1, x2, invertible): x = G^-1 b for a 3x3 matrix (Cramer). Scalars in and out: no
     array is made inside (each would cost numba compile time)."""
@@ -42,7 +42,7 @@ def _solve3(G, b0, b1, b2):
     return x0, x1, x2, True
 
 
-@njit(cache=True)
+@kernel
 def _sliding(G, v0, tn, mu, th):
     """For the tangential direction th: the impulse on the cone surface that meets the normal
     target, and the residual (cross product of the direction with the tangential velocity; zero
@@ -58,7 +58,7 @@ def _sliding(G, v0, tn, mu, th):
     return ln, c * vt1 - s * vt0, c * vt0 + s * vt1
 
 
-@njit(cache=True)
+@kernel
 def solve_contact(G, v0, tn, mu, lam_out):
     """Write the impulse of one contact (given the others) into lam_out (3,)."""
     if v0[2] >= tn:  # separating: no impulse needed
@@ -119,7 +119,7 @@ def solve_contact(G, v0, tn, mu, lam_out):
     lam_out[2] = ln
 
 
-@njit(cache=True)
+@kernel
 def block_gauss_seidel(G, v, lam, target, lo, hi, block_start, block_kind, block_mu,
                        max_iterations, tolerance, scratch):
     """Sweep the blocks (a scalar box row, or a 3-row contact), solving each exactly given the

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
+
+from raisimcli.jit import kernel
 
 SOURCES = ("feedforward_pd", "damping", "actuators", "springs", "external", "joint_friction",
            "joint_limits", "contacts", "constraints")
@@ -18,7 +19,7 @@ SOURCES = ("feedforward_pd", "damping", "actuators", "springs", "external", "joi
 _APPLIED = ("feedforward_pd", "damping", "actuators", "springs", "external")
 
 
-@njit(cache=True)
+@kernel
 def _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_error, tau_ext, impulses,
            out):
     """The rows of torque_table into out (5 + len(impulses) + zero rows + total, nv): the five

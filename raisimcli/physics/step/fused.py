@@ -12,13 +12,13 @@ numpy's rule for one element: a NaN propagates, and of two equal values the firs
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky, _cho_solve, _cholesky
 from raisimcli.physics.step.implicit import Factorized
 
 
-@njit(cache=True)
+@kernel
 def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out, tau_act,
                    k_s, spring_err, tau_ext, w, M, h, tau_cmd, b, rhs, M_tilde, L, x, u_star):
     n = u.shape[0]
@@ -45,7 +45,7 @@ def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b
     return info
 
 
-@njit(cache=True)
+@kernel
 def _command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, tau_act, out):
     """clamped_command(tau_ff, pd_torque(kp, kd, q_err, u_ref, u), lower, upper) + tau_act,
     entry by entry with _explicit_pass's operations for tau_cmd."""

@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.physics.step.solver import Rows
 
 # each joint's state in a step: which of its rows act (see _states)
@@ -20,7 +20,7 @@ FREE, BELOW, ABOVE, FAST_UP, FAST_DOWN = 0, 1, 2, 3, 4
 _CACHE_SIZE = 64  # row structures kept (joints that hit their limits switch between a few)
 
 
-@njit(cache=True)
+@kernel
 def _states(q, u_star, qidx, idx, lower, upper, vmax, out):
     """Each joint's state into out (FREE, BELOW, ABOVE, FAST_UP, FAST_DOWN): outside its range
     (below or above), else faster than its velocity limit (up or down), else free."""

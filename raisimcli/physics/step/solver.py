@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
+from raisimcli.jit import kernel
 from raisimcli.physics.step.contact_solver import SCALAR, block_gauss_seidel
 
 DEFAULT_MAX_ITERATIONS = 200
@@ -196,7 +196,7 @@ class SolverResult:
     residual: float          # the largest velocity change of the last sweep
 
 
-@njit(cache=True)
+@kernel
 def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterations, tolerance,
            G, v, scratch, u_next):
     """G = J response, v = J u* + G lam, the block Gauss-Seidel, u_next = u* + response lam:
@@ -230,7 +230,7 @@ def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterat
     return sweeps, residual
 
 
-@njit(cache=True)
+@kernel
 def _impulses_by_source(J, lam, order, starts, col0, out, nonzero):
     """out[s] = J[rows of s]^T lam[rows of s] over the columns col0, col0 + 1, ... (as many as
     out has), the rows of source s being order[starts[s]:starts[s + 1]], summed in that order;

@@ -1,0 +1,100 @@
+"""The decorator of the package's compiled loops: numba's `njit` with its on-disk cache, which a
+change to any file of compiled loops invalidates for all of them.
+
+numba keys a function's cached machine code by the content of the function's own source file.
+A compiled function that calls compiled functions of other files carries their code in its own
+(step/alone.py's `_impulse_step` calls the solver's, the contact rows' and linalg's loops, and
+LLVM inlines them). When only a callee's file changes (a `git checkout` or `git pull` in a
+clone, an editable install being edited), numba would load the caller's cached code with the old
+callee in it, and the step would silently compute what the old sources said. Here every
+function decorated with :func:`kernel` is stamped with one digest of all the package's files
+that hold such functions (and of this one), so a change to any of them makes numba compile all
+of them again, once.
+
+The cache stays where numba puts it (`__pycache__` beside the sources, or numba's user-wide
+directory when that is not writable, or `NUMBA_CACHE_DIR`); only the stamp is ours. A frozen
+application (PyInstaller and the like) keeps numba's own stamps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+from numba import njit
+from numba.core import caching
+
+_ROOT = os.path.dirname(os.path.abspath(__file__))
+_MARK = b"@kernel\n"  # the decorator as it stands on its line in a file of compiled loops
+
+
+def _digest() -> bytes:
+    """sha256 over the relative path and the content of every .py file of the package that
+    holds a compiled loop, and of this one, in sorted order."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, files in os.walk(_ROOT):
+        dirnames.sort()
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                data = f.read()
+            if _MARK in data or path == os.path.abspath(__file__):
+                rel = os.path.relpath(path, _ROOT).replace(os.sep, "/").encode()
+                h.update(len(rel).to_bytes(8, "little") + rel)
+                h.update(len(data).to_bytes(8, "little") + data)
+    return h.digest()
+
+
+class _PackageStamp:
+    """A locator mixin: the package's digest as the source stamp of its files' functions, and
+    no locator for other files (numba's own then apply)."""
+
+    digest = b""
+
+    def get_source_stamp(self):
+        return self.digest
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if os.path.commonpath([_ROOT, os.path.abspath(py_file)]) != _ROOT:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+def _numba(name: str):
+    """numba's caching class `name` (public since numba 0.68, with a leading _ before)."""
+    return getattr(caching, name, None) or getattr(caching, "_" + name)
+
+
+class _UserProvided(_PackageStamp, _numba("UserProvidedCacheLocator")):
+    pass
+
+
+class _InTree(_PackageStamp, _numba("InTreeCacheLocator")):
+    pass
+
+
+class _UserWide(_PackageStamp, _numba("UserWideCacheLocator")):
+    pass
+
+
+def _install() -> None:
+    """Put the three locators first in numba's list (once), in numba's own order of theirs."""
+    if getattr(sys, "frozen", False):
+        return
+    classes = _numba("CacheImpl")._locator_classes
+    if _InTree in classes:
+        return
+    _PackageStamp.digest = _digest()
+    classes[:0] = [_UserProvided, _InTree, _UserWide]
+
+
+_install()
+
+
+def kernel(fn):
+    """`numba.njit(cache=True)(fn)`, stamped with the package's digest (see the module)."""
+    return njit(cache=True)(fn)

@@ -1,0 +1,57 @@
+"""The on-disk cache of the compiled loops (raisimcli/jit.py): a change to the file of a compiled
+function that another file's compiled function calls must not leave the caller's cached code,
+with the old callee inlined in it, in use."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import raisimcli
+
+PACKAGE = os.path.dirname(os.path.abspath(raisimcli.__file__))
+
+CALLEE = """from raisimcli.jit import kernel
+
+
+@kernel
+def value():
+    return {}
+"""
+
+CALLER = """from raisimcli._probe_callee import value
+from raisimcli.jit import kernel
+
+
+@kernel
+def twice():
+    return 2.0 * value()
+"""
+
+
+def test_a_change_to_a_callee_s_file_compiles_its_callers_again(tmp_path):
+    # a copy of the package with two probe files, the caller's unchanged between the runs: its
+    # cached code must follow the callee's file (numba's own stamp, the caller's file alone,
+    # gives 2.0 the second time)
+    pkg = tmp_path / "raisimcli"
+    shutil.copytree(PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "_probe_caller.py").write_text(CALLER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["PYTHONPATH"] = str(tmp_path)
+
+    def run() -> list[str]:
+        out = subprocess.run(
+            [sys.executable, "-c", "import raisimcli, raisimcli._probe_caller as a; "
+             "print(raisimcli.__file__); print(a.twice())"],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    (pkg / "_probe_callee.py").write_text(CALLEE.format("1.0"))
+    where, first = run()
+    assert where == str(pkg / "__init__.py")  # the copy, not the installed package
+    assert first == "2.0"
+    assert list((pkg / "__pycache__").glob("_probe_caller.twice-*.nbi"))  # cached
+    assert run()[1] == "2.0"  # (from the cache)
+    (pkg / "_probe_callee.py").write_text(CALLEE.format("5.0"))
+    assert run()[1] == "10.0"
