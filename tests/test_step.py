@@ -648,3 +648,33 @@ def test_fused_explicit_pass_is_the_spec_functions_composed():
         M[3, 3] = 0.0
         explicit_pass(dt, z, z, z, z, z, z, z - 1, z + 1, z, z, z, z, z, z, z, M, z,
                       [f"d{k}" for k in range(n)])
+
+
+def test_the_impulse_problem_s_sums_skip_zeros_with_the_bits_of_the_full_sums(rng):
+    # _solve skips the terms of G = J response, J u* and response lam whose factor J[i, p] or
+    # lam[p] is exactly 0 (a joint row has a single 1): its G, starting velocities and u_{t+1}
+    # must have the bits of linalg.matmul's full sums in the same order (no sweep here: lam
+    # stays as given, with zeros among its entries)
+    from raisimcli.linalg import Cholesky, matmul
+    from raisimcli.physics.step.solver import _solve
+    nv = 18
+    for trial in range(50):
+        A = rng.standard_normal((nv, nv))
+        L = Cholesky(A @ A.T + nv * np.eye(nv))
+        joint = np.zeros((6, nv))
+        joint[np.arange(6), rng.choice(nv, 6, replace=False)] = 1.0  # one entry a row
+        contact = rng.standard_normal((9, nv)) * (rng.random((9, nv)) < 0.5)  # sparse, dense
+        J = np.vstack([joint, contact, -joint[:2]])
+        m = J.shape[0]
+        response = L.solve(J.T)
+        u_star = rng.standard_normal(nv)
+        lam = rng.standard_normal(m) * (rng.random(m) < 0.6)
+        target, lo, hi = np.zeros(m), np.full(m, -np.inf), np.full(m, np.inf)
+        start, kind = np.arange(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+        G, v, u_next = np.empty((m, m)), np.empty(m), np.empty(nv)
+        _solve(J, response, u_star, lam.copy(), target, lo, hi, start, kind, np.zeros(m), 0,
+               0.0, G, v, np.empty((5, 3)), u_next)
+        G_full = matmul(J, response)
+        assert G.tobytes() == G_full.tobytes()
+        assert v.tobytes() == (matmul(J, u_star) + matmul(G_full, lam)).tobytes()
+        assert u_next.tobytes() == (u_star + matmul(response, lam)).tobytes()

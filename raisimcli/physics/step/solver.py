@@ -200,19 +200,26 @@ class SolverResult:
 def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterations, tolerance,
            G, v, scratch, u_next):
     """G = J response, v = J u* + G lam, the block Gauss-Seidel, u_next = u* + response lam:
-    every product summed in index order (linalg.matmul's). Returns (sweeps, residual)."""
+    every product summed in index order (linalg.matmul's).
+
+    The sums skip the terms whose factor J[i, p] or lam[p] is exactly 0 (a joint row has one
+    nonzero entry): the bits are those of the full sums, because every sum starts at +0.0 and
+    so is never -0.0, and x + (+-0.0) is x for any x but -0.0 (the skipped terms are +-0.0
+    while `response` and u* are finite). Returns (sweeps, residual)."""
     m, N = J.shape
     for i in range(m):  # G[i, j] = sum_p J[i, p] response[p, j] in p order, the j's side by side
         for j in range(m):
             G[i, j] = 0.0
         for p in range(N):
             a = J[i, p]
-            for j in range(m):
-                G[i, j] += a * response[p, j]
+            if a != 0.0:
+                for j in range(m):
+                    G[i, j] += a * response[p, j]
     for i in range(m):
         a = 0.0
         for p in range(N):
-            a += J[i, p] * u_star[p]
+            if J[i, p] != 0.0:
+                a += J[i, p] * u_star[p]
         c = 0.0
         for p in range(m):
             c += G[i, p] * lam[p]
@@ -223,8 +230,9 @@ def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterat
         u_next[i] = 0.0
     for p in range(m):
         a = lam[p]
-        for i in range(N):
-            u_next[i] += response[i, p] * a
+        if a != 0.0:
+            for i in range(N):
+                u_next[i] += response[i, p] * a
     for i in range(N):
         u_next[i] = u_star[i] + u_next[i]
     return sweeps, residual
