@@ -255,6 +255,11 @@ class Conventions:
         # the index arrays the compiled position integration (_integrate) reads, in its order
         self.integration_indices = (self.one_dof_q, self.one_dof_u, self._floating_u,
                                     self._floating_q, self._spherical_u, self._spherical_q)
+        # the same six, end to end, and where each starts (and the last ends): for a compiled
+        # call that takes them as two arguments (step/alone.py)
+        self.integration_packed = (
+            np.concatenate(self.integration_indices).astype(np.int64),
+            np.cumsum([0] + [a.size for a in self.integration_indices]).astype(np.int64))
         self.identity = not self.floating and not self.spherical
         blocks = [(us, qs + 3) for us, qs in self.floating] + \
             [(us + 3, qs + 3) for us, qs in self.floating] + list(self.spherical)

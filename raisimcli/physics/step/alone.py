@@ -38,10 +38,17 @@ _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> _pl
 _WORKSPACES = threading.local()  # per thread: sizes -> the arrays of _workspace
 
 
+def _g_at(m: int, nv: int, nb: int, nc: int) -> int:
+    """Where g starts in _workspace's float buffer (the layout _impulse_step carves)."""
+    return 2 * nc + 12 * nv + m * nv + 3 * m + nb + nc + nv * m + m * m + m + 15
+
+
 def _workspace(m: int, nv: int, nb: int, nc: int, ns: int) -> tuple:
-    """The arrays integrate2_alone's loops write and read (their scratch and the rows), for m
-    rows over nv columns, nb joint-row blocks, nc contacts and ns sources: made once per size
-    and thread, and reused (each is written before it is read in a step; none outlives it)."""
+    """The memory integrate2_alone's loops write and read (their scratch and the rows), for m
+    rows over nv columns, nb joint-row blocks, nc contacts and ns sources: (a float buffer, an
+    integer buffer, which _impulse_step carves into its arrays, and the views g (ns, nv) and
+    nonzero (ns,) of the impulses by source in them), made once per size and thread, and reused
+    (each array is written before it is read in a step; none outlives it)."""
     cache = getattr(_WORKSPACES, "by_size", None)
     if cache is None:
         cache = _WORKSPACES.by_size = {}
@@ -50,13 +57,10 @@ def _workspace(m: int, nv: int, nb: int, nc: int, ns: int) -> tuple:
     if ws is None:
         if len(cache) >= 256:
             cache.clear()
-        ws = cache[key] = (
-            np.ones(nc), np.empty((12, nv)), np.empty(nc), np.empty((m, nv)), np.empty(m),
-            np.empty(m), np.empty(m), np.empty(nc, dtype=np.int64),
-            np.empty(nb + nc, dtype=np.int64), np.empty(nb + nc, dtype=np.int64),
-            np.empty(nb + nc), np.empty((nv, m)), np.empty((m, m)), np.empty(m),
-            np.empty((5, 3)), np.empty(ns, dtype=np.int64), np.empty((ns, nv)),
-            np.empty((ns, nv)), np.empty(nv), np.empty(nv))
+        g_at = _g_at(m, nv, nb, nc)
+        F = np.empty(g_at + 2 * ns * nv + 2 * nv)
+        I = np.empty(nc + 2 * (nb + nc) + ns, dtype=np.int64)  # noqa: E741
+        ws = cache[key] = (F, I, F[g_at:g_at + ns * nv].reshape(ns, nv), I[nc + 2 * (nb + nc):])
     return ws
 
 
@@ -66,21 +70,57 @@ def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
                   bodies, points, frames, distance, params,
                   impulse, impulse_contact, velocity_contact, target_c,
                   L, q, u, u_star, lam, max_iterations, tolerance, dt, order, starts,
-                  u_bar_rule, one_q, one_u, floating_u, floating_q, spherical_u, spherical_q,
+                  u_bar_rule, integ, integ_at,
                   tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
-                  signs, jac_scratch, vn, J, target, lo, hi, first_rows, start, kind, mu,
-                  response, G, v, scratch, nonzero, g, impulses, u_bar, du,
-                  u_next, q_next, table):
+                  F, I, u_next, q_next, table):  # noqa: E741
     """Spec steps 4-6 and 5's table of a robot alone: the rows b... of its joints then the
     contacts' (`bodies`, `points`, `frames`, `distance`, `params` of the ContactSet; their
     results into `impulse`... `target_c`), M~^-1 J^T from M~'s lower factor L, the solve from
     the impulses `lam` (warm start; the solved ones on return) and u* into u_next, the
     generalized impulses by source g (the rows of source s: order[starts[s]:starts[s + 1]];
     nonzero[s] says whether any entry is not 0), q_next = q integrated with the velocity of
-    `u_bar_rule` (0 u_next, 1 the trapezoid's (u + u_next) / 2, 2 u), and the torque table
-    (torque_table's rows: the five applied ones, the nonzero sources in order, zeros, the
-    total). Returns the sweeps."""
+    `u_bar_rule` (0 u_next, 1 the trapezoid's (u + u_next) / 2, 2 u; `integ`, `integ_at`:
+    Conventions.integration_packed), and the torque table (torque_table's rows: the five
+    applied ones, the nonzero sources in order, zeros, the total). The scratch, the rows and
+    g, nonzero are carved from F and I (_workspace). Returns the sweeps."""
     m0, nc, nv = bJ.shape[0], distance.shape[0], u.shape[0]
+    m, nb, ns = m0 + 3 * nc, bstart.shape[0], starts.shape[0] - 1
+    # the arrays of the step, carved from F and I in _workspace's layout (_g_at)
+    a = 0
+    signs = F[a:a + nc]
+    a += nc
+    jac_scratch = F[a:a + 12 * nv].reshape((12, nv))
+    a += 12 * nv
+    vn = F[a:a + nc]
+    a += nc
+    J = F[a:a + m * nv].reshape((m, nv))
+    a += m * nv
+    target = F[a:a + m]
+    lo = F[a + m:a + 2 * m]
+    hi = F[a + 2 * m:a + 3 * m]
+    a += 3 * m
+    mu = F[a:a + nb + nc]
+    a += nb + nc
+    response = F[a:a + nv * m].reshape((nv, m))
+    a += nv * m
+    G = F[a:a + m * m].reshape((m, m))
+    a += m * m
+    v = F[a:a + m]
+    a += m
+    scratch = F[a:a + 15].reshape((5, 3))
+    a += 15
+    g = F[a:a + ns * nv].reshape((ns, nv))
+    a += ns * nv
+    impulses = F[a:a + ns * nv].reshape((ns, nv))
+    a += ns * nv
+    u_bar = F[a:a + nv]
+    du = F[a + nv:a + 2 * nv]
+    first_rows = I[0:nc]
+    start = I[nc:nc + nb + nc]
+    kind = I[nc + nb + nc:nc + 2 * (nb + nc)]
+    nonzero = I[nc + 2 * (nb + nc):nc + 2 * (nb + nc) + ns]
+    for i in range(nc):
+        signs[i] = 1.0
     # the rows: the joints', then a contact block per contact
     _start_rows(bJ, btarget, blo, bhi, bstart, bkind, bmu, params[:, 0], J, target, lo, hi,
                 first_rows, start, kind, mu)
@@ -104,8 +144,9 @@ def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
             u_bar[i] = 0.5 * (u[i] + u_next[i])
         else:
             u_bar[i] = u[i]
-    _integrate(q, u_bar, dt, one_q, one_u, floating_u, floating_q, spherical_u, spherical_q,
-               q_next)
+    _integrate(q, u_bar, dt, integ[integ_at[0]:integ_at[1]], integ[integ_at[1]:integ_at[2]],
+               integ[integ_at[2]:integ_at[3]], integ[integ_at[3]:integ_at[4]],
+               integ[integ_at[4]:integ_at[5]], integ[integ_at[5]:integ_at[6]], q_next)
     # spec step 5: the table, with the sources that have impulses in their order
     k = 0
     for s in range(g.shape[0]):
@@ -155,8 +196,7 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     lam = warm_start_impulses(warm_start, keys)
     if lam is None:
         lam = np.zeros(m)
-    ws = _workspace(m, nv, bs.shape[0], nc, len(sources))
-    g, nonzero = ws[16], ws[15]
+    F, I, g, nonzero = _workspace(m, nv, bs.shape[0], nc, len(sources))  # noqa: E741
     # these leave the step: the next state and the torque table
     u_next, q_next, table = np.empty(nv), np.empty(s.nq), np.empty((_TABLE_ROWS, nv))
     # the joint Jacobians are computed only when contacts need them
@@ -168,8 +208,8 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
         contacts.impulse, contacts.impulse_contact, contacts.velocity_contact, contacts.target,
         st.factor.lower, s.q, s.u, st.u_free, lam, int(s.solver_max_iterations),
         float(s.solver_tolerance), float(dt), order, starts, _U_BAR[scheme],
-        *s.conv.integration_indices, st.tau_cmd, st.kp, st.kd, st.b, st.tau_act, s.k_s,
-        st.spring_err, st.tau_ext, *ws, u_next, q_next, table)
+        *s.conv.integration_packed, st.tau_cmd, st.kp, st.kd, st.b, st.tau_act, s.k_s,
+        st.spring_err, st.tau_ext, F, I, u_next, q_next, table)
     loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and nc else None
     point_loads = [loads] if loads is not None else []
     st.solver_impulses = lam
