@@ -128,6 +128,38 @@ def test_chunks_through_the_helper_or_hdf5_hold_the_rows(tmp_path, helper):
     _check(path, 43)
 
 
+@pytest.mark.parametrize("helper", [True, False])
+def test_a_row_cut_short_by_an_exception_is_left_out(tmp_path, helper):
+    """A channel's read raises halfway through a row (after the first channel was read): the
+    row is not logged, and the next rows line up in every channel, whether the caller appends
+    the same step again or stops there."""
+    for retry in (True, False):
+        path = tmp_path / f"log{retry}.h5"
+        w, state = _writer(path, helper)
+        w.channels[1] = Channel("n", (), lambda: state["k"] * 7, "1", dtype=np.int32)
+        reads = w._reads
+        fail = {"at": 11}
+
+        def n_read():
+            if state["k"] == fail["at"]:
+                fail["at"] = None
+                raise RuntimeError("a signal could not be read")
+            return state["k"] * 7
+
+        w._reads = [reads[0], n_read]
+        _rows(w, state, 0, 11)
+        state["k"] = 11
+        with pytest.raises(RuntimeError, match="could not be read"):
+            w.append(11)
+        if retry:
+            _rows(w, state, 11, 20)
+            w.close("complete")
+            _check(path, 20)
+        else:
+            w.close("complete")
+            _check(path, 11)
+
+
 def test_helper_gone_mid_run_leaves_a_complete_log(tmp_path):
     path = tmp_path / "log.h5"
     w, state = _writer(path, True)

@@ -210,7 +210,8 @@ class LogWriter:
         self._world = None  # the World whose contacts are logged (add_contacts)
         self.rows = 0  # rows written to the file
         self._taken = 0  # rows taken from the buffers: written, or out in the helper
-        self._pending: list[list] = []     # per channel, the rows not yet taken
+        # per channel, a chunk's rows: filled row by row (_fill of them) until taken
+        self._buffers: list[np.ndarray] = []
         self._fill = 0
         self.time_ds = f.create_dataset("time", shape=(0,), maxshape=(None,), dtype=np.float64,
                                         chunks=(chunk_rows,), track_times=False)
@@ -443,10 +444,10 @@ class LogWriter:
                 base = scale.rsplit("/", 1)[-1]
                 if base not in ds.parent:
                     ds.parent[base] = self.f[scale]
-            self._pending.append([])
+            self._buffers.append(np.empty((self.chunk_rows,) + c.shape, dtype=c.dtype))
             self._datasets.append(ds)
         self._reads = [c.read for c in self.channels]
-        self._step_indices: list[int] = []
+        self._step_indices = np.empty(self.chunk_rows, dtype=np.int64)
         if self._world is not None:
             self._create_contact_datasets()
             # created now, filled at close: no dataset may be created once readers may look
@@ -511,12 +512,13 @@ class LogWriter:
         """Log the step that ended at (step_index + 1) dt, if the decimation keeps it."""
         if (step_index + 1) % self.decimation:
             return
-        self._step_indices.append(step_index + 1)
-        for read, rows in zip(self._reads, self._pending):
-            rows.append(read())
+        fill = self._fill  # the row is copied into the chunk's buffers now, while it is in
+        for read, buffer in zip(self._reads, self._buffers):  # the CPU's cache; a row cut short
+            buffer[fill] = read()  # by an exception is left out (fill does not move)
+        self._step_indices[fill] = step_index + 1
         if self._world is not None:
             self._contact_rows.append(self._contact_columns(self._world.contacts))
-        self._fill += 1
+        self._fill = fill + 1
         if (self._taken + self._fill) % self.chunk_rows == 0:  # a chunk is full
             self._guard(self._chunk)
         elif time.monotonic() - self._last_flush > FLUSH_SECONDS:
@@ -567,24 +569,19 @@ class LogWriter:
 
     def _take(self) -> _Rows | None:
         """The buffered rows as arrays (None when there are none); the buffers are emptied."""
-        # rows are appended channel by channel: should an exception have cut one short, keep the
-        # rows that every channel has
-        n = min([len(self._step_indices)] + [len(rows) for rows in self._pending])
-        del self._step_indices[n:]
-        for rows in self._pending:
-            del rows[n:]
+        n = self._fill
         if self._world is not None:
-            del self._contact_rows[n:]
+            del self._contact_rows[n:]  # (a row whose channels were cut short)
         self._fill = 0
         if n == 0:
             return None
-        taken = _Rows(self._taken, n, np.array(self._step_indices, dtype=np.float64) * self.dt,
-                      [np.asarray(rows, dtype=c.dtype) for c, rows in
-                       zip(self.channels, self._pending)],
+        # the filled buffers leave with the rows (the helper's job may keep them until they are
+        # written); new ones take the next rows
+        buffers = self._buffers
+        self._buffers = [np.empty_like(b) for b in buffers]
+        taken = _Rows(self._taken, n, self._step_indices[:n].astype(np.float64) * self.dt,
+                      buffers if n == self.chunk_rows else [b[:n] for b in buffers],
                       self._contact_rows if self._world is not None else None)
-        for rows in self._pending:
-            rows.clear()
-        self._step_indices.clear()
         self._contact_rows = []
         self._taken += n
         return taken
