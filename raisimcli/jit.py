@@ -21,7 +21,9 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import warnings
 
+import numba
 from numba import njit
 from numba.core import caching
 
@@ -59,37 +61,40 @@ class _PackageStamp:
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if os.path.commonpath([_ROOT, os.path.abspath(py_file)]) != _ROOT:
-            return None
-        return super().from_function(py_func, py_file)
+        try:
+            ours = os.path.commonpath([_ROOT, os.path.abspath(py_file)]) == _ROOT
+        except ValueError:  # (another drive)
+            ours = False
+        return super().from_function(py_func, py_file) if ours else None
 
 
 def _numba(name: str):
-    """numba's caching class `name` (public since numba 0.68, with a leading _ before)."""
-    return getattr(caching, name, None) or getattr(caching, "_" + name)
+    """numba's caching class `name` (public since numba 0.68, with a leading _ before), or
+    None."""
+    return getattr(caching, name, None) or getattr(caching, "_" + name, None)
 
 
-class _UserProvided(_PackageStamp, _numba("UserProvidedCacheLocator")):
-    pass
-
-
-class _InTree(_PackageStamp, _numba("InTreeCacheLocator")):
-    pass
-
-
-class _UserWide(_PackageStamp, _numba("UserWideCacheLocator")):
-    pass
+_INSTALLED: list = []  # the locators put in numba's list, once
 
 
 def _install() -> None:
-    """Put the three locators first in numba's list (once), in numba's own order of theirs."""
-    if getattr(sys, "frozen", False):
+    """Put our three locators first in numba's list (once), in numba's own order of theirs. A
+    numba whose caching module lacks what they build on keeps its own stamps, with a warning."""
+    if getattr(sys, "frozen", False) or _INSTALLED:
         return
-    classes = _numba("CacheImpl")._locator_classes
-    if _InTree in classes:
+    names = ("UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator")
+    bases, impl = [_numba(n) for n in names], _numba("CacheImpl")
+    classes = getattr(impl, "_locator_classes", None)
+    if None in bases or not isinstance(classes, list):
+        warnings.warn(f"raisimcli: numba {numba.__version__}'s cache locators are not those "
+                      "raisimcli knows; a cached compiled loop may keep an old version of the "
+                      "loops it calls from another file after an update of raisimcli (delete its "
+                      "__pycache__ directories then)", RuntimeWarning, stacklevel=2)
         return
     _PackageStamp.digest = _digest()
-    classes[:0] = [_UserProvided, _InTree, _UserWide]
+    _INSTALLED[:] = [type("_Package" + b.__name__.lstrip("_"), (_PackageStamp, b), {})
+                     for b in bases]
+    classes[:0] = _INSTALLED
 
 
 _install()

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 import raisimcli
 
 PACKAGE = os.path.dirname(os.path.abspath(raisimcli.__file__))
@@ -55,3 +57,12 @@ def test_a_change_to_a_callee_s_file_compiles_its_callers_again(tmp_path):
     assert run()[1] == "2.0"  # (from the cache)
     (pkg / "_probe_callee.py").write_text(CALLEE.format("5.0"))
     assert run()[1] == "10.0"
+
+
+def test_a_numba_without_the_known_cache_locators_warns_and_keeps_its_own(monkeypatch):
+    import raisimcli.jit as jit
+    monkeypatch.setattr(jit, "_INSTALLED", [])
+    monkeypatch.setattr(jit, "_numba", lambda name: None)
+    with pytest.warns(RuntimeWarning, match="cache locators are not those raisimcli knows"):
+        jit._install()
+    assert jit._INSTALLED == []
