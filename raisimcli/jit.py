@@ -28,7 +28,7 @@ from numba import njit
 from numba.core import caching
 
 _ROOT = os.path.dirname(os.path.abspath(__file__))
-_MARK = b"@kernel\n"  # the decorator as it stands on its line in a file of compiled loops
+_MARK = b"\n@kernel"  # the decorator at the start of a line, in a file of compiled loops
 
 
 def _digest() -> bytes:
