@@ -990,7 +990,8 @@ class ArticulatedSystem:
 
 
 def _skew(r) -> np.ndarray:
-    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+    x, y, z = r.tolist() if isinstance(r, np.ndarray) else r  # Python floats: faster to build
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
 
 
 __all__ = ["ArticulatedSystem", "PointLoad", "Spring", "FORCE_AND_TORQUE", "PD_PLUS_FEEDFORWARD_TORQUE",

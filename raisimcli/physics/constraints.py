@@ -24,6 +24,8 @@ import numpy as np
 from raisimcli.linalg import Cholesky, independent_rows, matmul
 
 RANK_TOLERANCE = 1e-10
+_WORLD_AXES = np.eye(3)  # a pin's axes (read only: the step's spans keep it)
+_WORLD_AXES.setflags(write=False)
 
 
 def beta(erp: float, dt: float) -> float:
@@ -80,14 +82,15 @@ def constraint_rows(system):
             if c.kind == "pin":
                 J1 = system.point_jacobians(b1, p1)[0] if b1 > 0 else np.zeros((3, system.nv))
                 J2 = system.point_jacobians(b2, p2)[0] if b2 > 0 else np.zeros((3, system.nv))
-                axes = np.eye(3)
+                axes = _WORLD_AXES
             else:
                 J1 = system.point_jacobians(b1, p2)[0] if b1 > 0 else np.zeros((3, system.nv))
                 J2 = system.point_jacobians(b2, p2)[0] if b2 > 0 else np.zeros((3, system.nv))
                 axes = matmul(R1, c.axes.T).T
-            for a in axes:
-                rows.append(matmul(a, J1 - J2))
-                errors.append(float(matmul(a, p1 - p2)))
+            # a_i^T (J1 - J2) and a_i . (p1 - p2) for every axis at once: linalg's loops sum
+            # each row's terms in the same order as one product per axis would
+            rows.extend(matmul(axes, J1 - J2))
+            errors.extend(matmul(axes, p1 - p2).tolist())
             # where the force acts on body1 and on body2 (the spec's "Where the force acts")
             spans.append((r0, len(rows), axes, (p1, p2) if c.kind == "pin" else (p2, p2)))
     return np.array(rows).reshape(-1, system.nv), np.array(errors), spans
@@ -103,9 +106,11 @@ class Elimination:
         D = matmul(J, self.MinvJT_all)
         self.kept = _independent_rows(D)
         k = self.kept
-        self.J = J[k]
-        self.MinvJT = self.MinvJT_all[:, k]
-        self.D_chol = Cholesky(D[np.ix_(k, k)])
+        if len(k) == len(e):  # every row independent (the common case): no copies
+            self.J, self.MinvJT, D_kept = J, self.MinvJT_all, D
+        else:
+            self.J, self.MinvJT, D_kept = J[k], self.MinvJT_all[:, k], D[k][:, k]
+        self.D_chol = Cholesky(D_kept)
         self.lambda0 = np.zeros(len(e))
         rhs = -beta_ * e[k] - matmul(self.J, u_star)
         lam0 = self._solve_D(rhs)
@@ -142,7 +147,7 @@ def _independent_rows(D: np.ndarray) -> np.ndarray:
     n = D.shape[0]
     if n == 0:
         return np.zeros(0, dtype=int)
-    scale = float(np.max(np.diag(D)))
+    scale = float(D.diagonal().max())
     if scale <= 0:
         return np.zeros(0, dtype=int)
     return independent_rows(D, RANK_TOLERANCE * scale)
