@@ -267,3 +267,47 @@ def test_spherical_velocity_convention():
     Rz = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
     assert_close(w, Rz @ u[0:3], rtol=1e-12, atol=1e-14)
     assert quat_log(np.array([1.0, 0, 0, 0])).tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("urdf", ["quadruped.urdf", "arm7.urdf", "spherical_chain.urdf"])
+def test_point_jacobians_are_pinocchio_s_joint_jacobian_moved_to_the_point(urdf):
+    # point_jacobians runs the contact rows' compiled loop; a second formulation from
+    # Pinocchio's getJointJacobian (LOCAL_WORLD_ALIGNED), moved to the point with the skew
+    # matrix and turned into our velocity coordinates, must give the same bits
+    import pinocchio as pin
+    from raisimcli.linalg import matmul
+    _, sys = make(robot(urdf))
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        q, u = random_state(sys.model, rng)
+        sys.set_state(q, u)
+        for body in range(1, sys.pinocchio.model.njoints):
+            p = rng.standard_normal(3)
+            J_lin, J_rot = sys.point_jacobians(body, p)
+            pin.computeJointJacobians(sys.pinocchio.model, sys.pinocchio_data,
+                                      sys.pinocchio_inputs()[0])
+            Jj = pin.getJointJacobian(sys.pinocchio.model, sys.pinocchio_data, body,
+                                      pin.LOCAL_WORLD_ALIGNED).reshape(6, sys.nv)
+            x, y, z = (p - sys.pinocchio_data.oMi[body].translation).tolist()
+            skew = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+            lin, rot = Jj[:3] - matmul(skew, Jj[3:]), Jj[3:]
+            R = sys.pinocchio_inputs()[2]
+            if R is not None:
+                lin, rot = sys.conv.from_pin_columns(R, lin), sys.conv.from_pin_columns(R, rot)
+            assert J_lin.tobytes() == lin.tobytes() and J_rot.tobytes() == rot.tobytes()
+
+
+def test_frame_getters_read_pinocchio_s_frame_placements():
+    # the frame getters read views of data.oMf (checked when made): after steps, every link's
+    # position and orientation are the accessors' values
+    w, sys = make(robot("quadruped.urdf"))
+    sys.set_pd_gains(np.full(18, 50.0), np.full(18, 1.0))
+    for _ in range(20):
+        w.integrate()
+    assert sys._frame_placements is not None
+    data = sys.pinocchio_data
+    for link in sys.model.links:
+        fid = sys.pinocchio.link_frame[link.name]
+        p, R = sys.get_frame_position(link.name), sys.get_frame_orientation(link.name)
+        assert p.tobytes() == data.oMf[fid].translation.tobytes()
+        assert np.array_equal(R, data.oMf[fid].rotation) and R.flags["C_CONTIGUOUS"]

@@ -17,9 +17,10 @@ import pinocchio as pin
 from raisimcli.errors import StateError
 from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, dot, first_beyond, matmul, norm
 from raisimcli.model import RobotModel, build_pinocchio_model
-from raisimcli.physics.conventions import Conventions
+from raisimcli.physics.conventions import Conventions, _rotate_columns
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
+from raisimcli.physics.step.contact_rows import _point_jacobian
 from raisimcli.physics.step.decomposition import torque_table
 from raisimcli.physics.step.fused import command_plus, explicit_pass
 from raisimcli.physics.step.implicit import implicit_diagonal
@@ -85,6 +86,10 @@ class ArticulatedSystem:
         self._data = self._pm.createData()
         # (R, T): views of data.oMi, the bodies' world placements, for compiled loops
         self._placements = checked_placements(self._pm, self._data)
+        # (R, T): views of data.oMf, the frames' world placements (the frame getters read them)
+        self._frame_placements = checked_placements(self._pm, self._data, "oMf")
+        # a link's or joint's body, by name (body_of)
+        self._body_of: dict[str, int] = {}
         # data.J (6, nv): eigenpy hands out a view of Pinocchio's own matrix, kept (a copy
         # would not follow computeJointJacobians: then it is read again at each use)
         J = self._data.J  # (6,) when nv == 1: eigenpy drops the unit dimension
@@ -334,16 +339,23 @@ class ArticulatedSystem:
 
     def body_of(self, link: str) -> int:
         """The Pinocchio joint id of the rigid body that `link` belongs to."""
-        return self._pm.frames[self._frame(link)].parentJoint
+        body = self._body_of.get(link)
+        if body is None:
+            body = self._body_of[link] = self._pm.frames[self._frame(link)].parentJoint
+        return body
 
     def get_frame_position(self, name: str) -> np.ndarray:
         """World position (3,) of a link frame (or a joint's frame: its child link's frame)."""
         self.kinematics()
+        if self._frame_placements is not None:
+            return self._frame_placements[1][self._frame(name)].copy()
         return self._data.oMf[self._frame(name)].translation.copy()
 
     def get_frame_orientation(self, name: str) -> np.ndarray:
         """World rotation matrix (3, 3) of a link or joint frame."""
         self.kinematics()
+        if self._frame_placements is not None:
+            return self._frame_placements[0][self._frame(name)].copy()
         return self._data.oMf[self._frame(name)].rotation.copy()
 
     def get_frame_velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -363,6 +375,16 @@ class ArticulatedSystem:
         """(J_lin, J_rot), (3, nv) each: the Jacobians of the world velocity of the world point
         `point_world` fixed to `body` and of the body's world angular velocity, at the current
         state, in our velocity coordinates."""
+        if self._placements is not None and body > 0:  # one compiled loop (contact rows')
+            v = self.point_jacobian_views()
+            nv = self.nv
+            jj, lin, J_lin, J_rot = (np.empty((6, nv)), np.empty((3, nv)), np.empty((3, nv)),
+                                     np.empty((3, nv)))
+            _point_jacobian(v.J_world, v.origins[body], v.supports[body],
+                            np.ascontiguousarray(point_world, dtype=np.float64), v.block_u, v.R,
+                            jj, lin, J_lin)
+            _rotate_columns(jj[3:], v.block_u, v.R, J_rot)
+            return J_lin, J_rot
         self._joint_jacobians()
         R = self.pinocchio_inputs()[2]
         Jj = pin.getJointJacobian(self._pm, self._data, body, pin.LOCAL_WORLD_ALIGNED)

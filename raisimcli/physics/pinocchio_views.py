@@ -120,18 +120,23 @@ def checked_views(model, data):
     return R, T, L, A
 
 
-def checked_placements(model, data):
-    """(R, T) views of data.oMi, checked entry by entry against the accessors after a forward
-    pass at a random configuration; None if they cannot be made or differ."""
-    views = placement_views(data, model.njoints)
+def checked_placements(model, data, name: str = "oMi"):
+    """(R, T) views of data.oMi, the bodies' world placements (or of data.oMf, the frames', with
+    `name` "oMf"), checked entry by entry against the accessors after a forward pass (and
+    updateFramePlacements) at a random configuration; None if they cannot be made or differ."""
+    n = model.nframes if name == "oMf" else model.njoints
+    views = placement_views(data, n, name)
     if views is None:
         return None
     q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
     pin.forwardKinematics(model, data, q)
+    if name == "oMf":
+        pin.updateFramePlacements(model, data)
     R, T = views
-    for k in range(model.njoints):
-        if not (np.array_equal(R[k], data.oMi[k].rotation) and
-                np.array_equal(T[k], data.oMi[k].translation)):
+    vec = getattr(data, name)
+    for k in range(n):
+        if not (np.array_equal(R[k], vec[k].rotation) and
+                np.array_equal(T[k], vec[k].translation)):
             return None
     return views
 
