@@ -106,7 +106,8 @@ class Elimination:
         D = matmul(J, self.MinvJT_all)
         self.kept = _independent_rows(D)
         k = self.kept
-        if len(k) == len(e):  # every row independent (the common case): no copies
+        if len(k) == len(e):  # every row independent (a loop in space; a planar one has a
+            # dependent row): no copies
             self.J, self.MinvJT, D_kept = J, self.MinvJT_all, D
         else:
             self.J, self.MinvJT, D_kept = J[k], self.MinvJT_all[:, k], D[k][:, k]
