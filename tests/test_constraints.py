@@ -304,3 +304,39 @@ def test_constraint_api_errors():
     q = World(0.001).add_articulated_system(load_urdf(robot("spherical_chain.urdf")))
     with pytest.raises(StateError, match="revolute, continuous or prismatic"):
         q.add_mimic_constraint("elbow", "ball")
+
+
+@pytest.mark.parametrize("dependent", [0, 1, 2])
+def test_the_compiled_elimination_is_the_linalg_calls_composed(dependent):
+    # Elimination's algebra in one compiled call: the bits of its equations written with
+    # linalg's calls one by one (M~^-1 J^T, D, the independent rows of a pivoted Cholesky at
+    # 1e-10 of D's largest diagonal entry, D's factor, lambda_0 and u_0), with rows that are
+    # all independent, one and two dependent rows
+    from raisimcli.linalg import Cholesky, independent_rows, matmul
+    from raisimcli.physics.constraints import RANK_TOLERANCE, Elimination
+    from raisimcli.physics.step.implicit import Factorized
+    rng = np.random.default_rng(17 + dependent)
+    nv = 9
+    for _ in range(30):
+        A = rng.standard_normal((nv, nv))
+        factor = Factorized(A @ A.T + nv * np.eye(nv))
+        J = rng.standard_normal((5 - dependent, nv))
+        for d in range(dependent):  # a row that is a combination of two others
+            J = np.vstack([J[:2], J[0] + 0.5 * J[1 + d], J[2:]])
+        e, u_star, beta_ = rng.standard_normal(len(J)), rng.standard_normal(nv), 300.0
+        got = Elimination(J, e, factor, u_star, beta_)
+        MinvJT = factor.solve(J.T)
+        D = matmul(J, MinvJT)
+        kept = independent_rows(D, RANK_TOLERANCE * float(np.max(np.diag(D))))
+        assert len(kept) == len(J) - dependent
+        D_chol = Cholesky(D[np.ix_(kept, kept)])
+        lam0 = D_chol.solve(-beta_ * e[kept] - matmul(J[kept], u_star))
+        lambda0 = np.zeros(len(J))
+        lambda0[kept] = lam0
+        u0 = u_star + matmul(MinvJT[:, kept], lam0)
+        assert got.MinvJT_all.tobytes() == MinvJT.tobytes()
+        assert got.kept.tolist() == kept.tolist()
+        assert got.J.tobytes() == J[kept].tobytes()
+        assert np.ascontiguousarray(got.MinvJT).tobytes() == MinvJT[:, kept].tobytes()
+        assert got.D_chol.L.tobytes() == D_chol.L.tobytes() and got.D_chol.info == D_chol.info
+        assert got.lambda0.tobytes() == lambda0.tobytes() and got.u0.tobytes() == u0.tobytes()

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from raisimcli.linalg import Cholesky, independent_rows, matmul
+from raisimcli.jit import kernel
+from raisimcli.linalg import Cholesky, _cho_solve_rows, _cholesky, _mm, _pivoted_rank, matmul
 
 RANK_TOLERANCE = 1e-10
 _WORLD_AXES = np.eye(3)  # a pin's axes (read only: the step's spans keep it)
@@ -96,27 +97,83 @@ def constraint_rows(system):
     return np.array(rows).reshape(-1, system.nv), np.array(errors), spans
 
 
+@kernel
+def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept, MinvJT_kept,
+               D_kept, L_D, rhs, lam0, lambda0, u0):
+    """Elimination.__init__'s algebra in one call, with the operations of its linalg calls in
+    their order: MinvJT = M~^-1 J^T (Cholesky.solve), D = J MinvJT, the independent rows (scale
+    = the largest diagonal entry of D, numpy's max; linalg.independent_rows), their J, MinvJT
+    and D (gathered; the arrays themselves when every row is kept), D's factor L_D, lambda_0 of
+    the kept rows (lam0) and of every row (lambda0, 0 for a dropped one), and u_0. Returns
+    (rank, the factor's info)."""
+    k, nv = J.shape
+    _cho_solve_rows(L, J, 0, MinvJT, 0)
+    _mm(J, MinvJT, D)
+    rank = 0
+    if k:
+        scale = D[0, 0]
+        for i in range(1, k):
+            if D[i, i] > scale or D[i, i] != D[i, i]:  # np.max: a NaN wins
+                scale = D[i, i]
+        if not scale <= 0.0:
+            for i in range(k):
+                for j in range(k):
+                    work[i, j] = D[i, j]
+            rank = _pivoted_rank(work, tolerance * scale, perm)
+    kept = np.sort(perm[:rank])
+    for a in range(rank):
+        r = kept[a]
+        for c in range(nv):
+            J_kept[a, c] = J[r, c]
+            MinvJT_kept[c, a] = MinvJT[c, r]
+        for b in range(rank):
+            D_kept[a, b] = D[r, kept[b]]
+    Jk, Mk = J_kept[:rank], MinvJT_kept[:, :rank]  # (the gathered copies: the same values)
+    info = _cholesky(D_kept[:rank, :rank], L_D[:rank, :rank])
+    for a in range(rank):  # -beta e[kept] - J_kept u*
+        s = 0.0
+        for c in range(nv):
+            s += Jk[a, c] * u_star[c]
+        rhs[0, a] = -beta_ * e[kept[a]] - s
+    if rank:
+        _cho_solve_rows(L_D[:rank, :rank], rhs[:, :rank], 0, lam0[:rank], 0)
+    for i in range(k):
+        lambda0[i] = 0.0
+    for a in range(rank):
+        lambda0[kept[a]] = lam0[a, 0]
+    for c in range(nv):  # u* + MinvJT_kept lam0
+        s = 0.0
+        for a in range(rank):
+            s += Mk[c, a] * lam0[a, 0]
+        u0[c] = u_star[c] + s
+    return rank, info
+
+
 class Elimination:
     """The elimination of one step: built from J, e, the factorised M~ and u*."""
 
     def __init__(self, J: np.ndarray, e: np.ndarray, factor, u_star: np.ndarray, beta_: float):
-        self.J_all = J
+        k, nv = J.shape
+        self.J_all = J = np.ascontiguousarray(J, dtype=np.float64)
         self.e_all = e
-        self.MinvJT_all = factor.solve(J.T)           # M~^-1 J^T, (nv, k)
-        D = matmul(J, self.MinvJT_all)
-        self.kept = _independent_rows(D)
-        k = self.kept
-        if len(k) == len(e):  # every row independent (a loop in space; a planar one has a
+        MinvJT, D = np.empty((nv, k)), np.empty((k, k))
+        J_kept, MinvJT_kept, D_kept = np.empty((k, nv)), np.empty((nv, k)), np.empty((k, k))
+        L_D, lam0, lambda0, u0 = np.zeros((k, k)), np.empty((k, 1)), np.empty(k), np.empty(nv)
+        perm = np.empty(k, dtype=np.int64)
+        rank, info = _eliminate(factor.lower, J, np.ascontiguousarray(e, dtype=np.float64),
+                                u_star, float(beta_), RANK_TOLERANCE, MinvJT, D, np.empty((k, k)),
+                                perm, J_kept, MinvJT_kept, D_kept, L_D, np.empty((1, k)), lam0,
+                                lambda0, u0)
+        self.MinvJT_all = MinvJT  # M~^-1 J^T, (nv, k)
+        self.kept = np.sort(perm[:rank])
+        if rank == k:  # every row independent (a loop in space; a planar one has a
             # dependent row): no copies
-            self.J, self.MinvJT, D_kept = J, self.MinvJT_all, D
+            self.J, self.MinvJT = J, MinvJT
         else:
-            self.J, self.MinvJT, D_kept = J[k], self.MinvJT_all[:, k], D[k][:, k]
-        self.D_chol = Cholesky(D_kept)
-        self.lambda0 = np.zeros(len(e))
-        rhs = -beta_ * e[k] - matmul(self.J, u_star)
-        lam0 = self._solve_D(rhs)
-        self.lambda0[k] = lam0
-        self.u0 = u_star + matmul(self.MinvJT, lam0)
+            self.J, self.MinvJT = J_kept[:rank], MinvJT_kept[:, :rank]
+        self.D_chol = Cholesky.of_factor(np.ascontiguousarray(L_D[:rank, :rank]), info)
+        self.lambda0 = lambda0
+        self.u0 = u0
 
     def _solve_D(self, rhs):
         if rhs.size == 0:
@@ -141,14 +198,3 @@ class Elimination:
     def inverse_mass(self, Minv: np.ndarray) -> np.ndarray:
         """M_c^-1 (nv, nv) from M~^-1."""
         return Minv - matmul(self.MinvJT, self._solve_D(self.MinvJT.T))
-
-
-def _independent_rows(D: np.ndarray) -> np.ndarray:
-    """Indices of an independent subset of rows (pivoted Cholesky of D)."""
-    n = D.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=int)
-    scale = float(D.diagonal().max())
-    if scale <= 0:
-        return np.zeros(0, dtype=int)
-    return independent_rows(D, RANK_TOLERANCE * scale)
