@@ -340,3 +340,35 @@ def test_the_compiled_elimination_is_the_linalg_calls_composed(dependent):
         assert np.ascontiguousarray(got.MinvJT).tobytes() == MinvJT[:, kept].tobytes()
         assert got.D_chol.L.tobytes() == D_chol.L.tobytes() and got.D_chol.info == D_chol.info
         assert got.lambda0.tobytes() == lambda0.tobytes() and got.u0.tobytes() == u0.tobytes()
+
+
+@pytest.mark.parametrize("urdf", ["fourbar.urdf", "fivebar_leg.urdf", "parallelogram.urdf",
+                                  "gripper.urdf", "fourbar_equality"])
+def test_the_compiled_loop_rows_are_the_python_path_s(urdf):
+    # the rows, errors, axes and points of pins and equalities in one compiled call each
+    # (_loop_rows): the bits of constraint_rows_in_python (frame getters, point Jacobians and
+    # linalg's products one after the other), mimics among them, at random states
+    from raisimcli.physics.constraints import constraint_rows, constraint_rows_in_python
+    from states import random_state
+    w = World(0.001)
+    r = w.add_articulated_system(load_urdf(robot("fourbar.urdf" if urdf == "fourbar_equality"
+                                                 else urdf)))
+    if urdf == "fourbar_equality":  # one and two axes, and a pin with the world
+        r.add_equality_constraint("coupler", "rocker", [1.2, 0, 0], [[1, 0, 0], [0, 0.6, 0.8]])
+        r.add_equality_constraint("crank", "rocker", [0.3, 0.1, 0], [[0, 1, 0]])
+        r.add_pin_constraint("rocker", "world", [0.2, 0, 0])
+    assert r.constraints
+    rng = np.random.default_rng(4)
+    for _ in range(25):
+        q, u = random_state(r.model, rng)
+        r.set_state(q, u)
+        J, e, spans = constraint_rows(r)
+        J_py, e_py, spans_py = constraint_rows_in_python(r)
+        assert J.tobytes() == J_py.tobytes() and e.tobytes() == e_py.tobytes()
+        for (a0, a1, axes, points), (b0, b1, axes_py, points_py) in zip(spans, spans_py):
+            assert (a0, a1) == (b0, b1)
+            if axes_py is None:
+                assert axes is None and points is None
+                continue
+            assert axes.tobytes() == np.ascontiguousarray(axes_py).tobytes()
+            assert all(p.tobytes() == p_py.tobytes() for p, p_py in zip(points, points_py))

@@ -337,6 +337,20 @@ class ArticulatedSystem:
             raise StateError(f"{self.name}: no link or joint named {name!r}")
         return fid
 
+    def frame_of(self, name: str) -> int:
+        """The index of a link's frame (a joint's: its child link's) in frame_placements()."""
+        return self._frame(name)
+
+    def frame_placements(self):
+        """(R (nframes, 3, 3), T (nframes, 3)): every frame's world rotation and position at the
+        current state, views of Pinocchio's data.oMf (read them, never write them, and read them
+        again after the state changes); None when no views could be made (then use
+        get_frame_position and get_frame_orientation)."""
+        if self._frame_placements is None:
+            return None
+        self.kinematics()
+        return self._frame_placements
+
     def body_of(self, link: str) -> int:
         """The Pinocchio joint id of the rigid body that `link` belongs to."""
         body = self._body_of.get(link)

@@ -23,10 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky, _cho_solve_rows, _cholesky, _mm, _pivoted_rank, matmul
+from raisimcli.physics.step.contact_rows import _point_jacobian
 
 RANK_TOLERANCE = 1e-10
 _WORLD_AXES = np.eye(3)  # a pin's axes (read only: the step's spans keep it)
 _WORLD_AXES.setflags(write=False)
+_NO_AXES = np.zeros((0, 3))  # the local axes _loop_rows is given for a pin (unused)
 
 
 def beta(erp: float, dt: float) -> float:
@@ -61,9 +63,95 @@ class MimicConstraintState:
     leader_q: int
 
 
+@kernel
+def _loop_rows(Rf, Tf, f1, f2, anchor1, anchor2, b1, b2, pin, axes_local, J_world, origins,
+               supports, bu, R, scratch, axes, p1, p2, rows, errors, r0):
+    """A pin's or equality's rows rows[r0 + a] and errors errors[r0 + a], its world axes `axes`
+    and points p1, p2 (constraint_rows' Python path, with the operations of its linalg calls
+    and array expressions in their order). Rf, Tf: the frames' world placements; f1, f2, b1, b2:
+    the links' frames and bodies; `scratch` (15, nv)."""
+    nv = J_world.shape[1]
+    for i in range(3):  # p = T_f + R_f anchor
+        s1 = 0.0
+        s2 = 0.0
+        for p in range(3):
+            s1 += Rf[f1, i, p] * anchor1[p]
+            s2 += Rf[f2, i, p] * anchor2[p]
+        p1[i] = Tf[f1, i] + s1
+        p2[i] = Tf[f2, i] + s2
+    k = axes.shape[0]
+    for a in range(k):  # a pin: the world axes; an equality: R1 axes_local^T, transposed
+        for i in range(3):
+            if pin:
+                axes[a, i] = 1.0 if a == i else 0.0
+            else:
+                s = 0.0
+                for p in range(3):
+                    s += Rf[f1, i, p] * axes_local[a, p]
+                axes[a, i] = s
+    jj, lin, J1, J2 = scratch[0:6], scratch[6:9], scratch[9:12], scratch[12:15]
+    point = p1 if pin else p2  # an equality: body1's material point at p2
+    for b, at, out in ((b1, point, J1), (b2, p2, J2)):
+        if b > 0:
+            _point_jacobian(J_world, origins[b], supports[b], at, bu, R, jj, lin, out)
+        else:
+            for i in range(3):
+                for c in range(nv):
+                    out[i, c] = 0.0
+    for i in range(3):
+        for c in range(nv):
+            J1[i, c] = J1[i, c] - J2[i, c]
+    for a in range(k):  # axes (J1 - J2) and axes (p1 - p2), each sum in index order
+        for c in range(nv):
+            s = 0.0
+            for p in range(3):
+                s += axes[a, p] * J1[p, c]
+            rows[r0 + a, c] = s
+        s = 0.0
+        for p in range(3):
+            s += axes[a, p] * (p1[p] - p2[p])
+        errors[r0 + a] = s
+
+
 def constraint_rows(system):
     """(J (k, nv), e (k,), per constraint (first row, end row, world axes (k_i, 3) or None for a
-    mimic, the world points where its force acts on body1 and body2)) at the current state."""
+    mimic, the world points where its force acts on body1 and body2)) at the current state. The
+    rows of pins and equalities are one compiled call each (_loop_rows) when the system has views
+    of its frame placements; else constraint_rows_in_python."""
+    frames = system.frame_placements()
+    if frames is None:
+        return constraint_rows_in_python(system)
+    views = system.point_jacobian_views()
+    sizes = [1 if isinstance(c, MimicConstraintState) else
+             3 if c.kind == "pin" else len(c.axes) for c in system.constraints]
+    k, nv = sum(sizes), system.nv
+    J, e, spans, scratch = np.empty((k, nv)), np.empty(k), [], None
+    r0 = 0
+    for c, n in zip(system.constraints, sizes):
+        if isinstance(c, MimicConstraintState):
+            J[r0] = 0.0
+            J[r0, c.follower_u] += 1.0
+            J[r0, c.leader_u] -= c.multiplier
+            e[r0] = system.q[c.follower_q] - c.multiplier * system.q[c.leader_q] - c.offset
+            spans.append((r0, r0 + 1, None, None))
+        else:
+            if scratch is None:
+                scratch = np.empty((15, nv))
+            axes, p1, p2 = np.empty((n, 3)), np.empty(3), np.empty(3)
+            pin = c.kind == "pin"
+            _loop_rows(frames[0], frames[1], system.frame_of(c.link1), system.frame_of(c.link2),
+                       c.anchor1, c.anchor2, system.body_of(c.link1), system.body_of(c.link2),
+                       pin, c.axes if not pin else _NO_AXES, views.J_world, views.origins,
+                       views.supports, views.block_u, views.R, scratch, axes, p1, p2, J, e, r0)
+            # where the force acts on body1 and on body2 (the spec's "Where the force acts")
+            spans.append((r0, r0 + n, axes, (p1, p2) if pin else (p2, p2)))
+        r0 += n
+    return J, e, spans
+
+
+def constraint_rows_in_python(system):
+    """constraint_rows with the system's frame getters and point Jacobians, one array
+    expression after the other (a system without frame views; and the tests' reference)."""
     rows, errors, spans = [], [], []
     for c in system.constraints:
         r0 = len(rows)
