@@ -234,8 +234,8 @@ class ArticulatedSystem:
     # ============================================================================================
     # kinematics (world frame). The kinematics adapter: what contacts, collision, constraints and
     # inverse dynamics read of a system (pinocchio_inputs, kinematics, pinocchio_data,
-    # placement_views, body_placements, point_jacobian_views, body_of, point_jacobians,
-    # load_point_world, load_as_local_force, gravity)
+    # placement_views, body_placements, frame_placements, frame_of, point_jacobian_views,
+    # body_of, point_jacobians, load_point_world, load_as_local_force, gravity)
     # ============================================================================================
     def pinocchio_inputs(self):
         """(q_pin, u_pin, R) at the current state: Pinocchio's coordinates and velocity, and the
