@@ -987,7 +987,7 @@ class ArticulatedSystem:
 
     def _constraint_report(self, s: Stage, dt: float, impulse_by_source: dict) -> list:
         """Per-constraint impulses and errors of this step; their generalized impulse joins the
-        table; returns their forces as point loads (inverse dynamics)."""
+        table; returns their forces as point loads (inverse dynamics; none when it is off)."""
         elim = s.elimination
         lam = elim.impulses(s.constraint_recover, s.solver_impulses)
         impulse_by_source["constraints"] = matmul(elim.J_all.T, lam)
@@ -1002,8 +1002,9 @@ class ArticulatedSystem:
             err[:r1 - r0] = elim.e_all[r0:r1]
             impulses.append(vec)
             errors.append(err)
-            loads.append(PointLoad(c.link1, vec / dt, None, False, world_point=points[0]))
-            loads.append(PointLoad(c.link2, -vec / dt, None, False, world_point=points[1]))
+            if self.compute_inverse_dynamics:  # (only inverse dynamics reads them)
+                loads.append(PointLoad(c.link1, vec / dt, None, False, world_point=points[0]))
+                loads.append(PointLoad(c.link2, -vec / dt, None, False, world_point=points[1]))
         self.constraint_impulses = np.array(impulses)
         self.constraint_errors = np.array(errors)
         return loads

@@ -192,8 +192,8 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
     their order: MinvJT = M~^-1 J^T (Cholesky.solve), D = J MinvJT, the independent rows (scale
     = the largest diagonal entry of D, numpy's max; linalg.independent_rows), their J, MinvJT
     and D (gathered; the arrays themselves when every row is kept), D's factor L_D, lambda_0 of
-    the kept rows (lam0) and of every row (lambda0, 0 for a dropped one), and u_0. Returns
-    (rank, the factor's info)."""
+    the kept rows (lam0) and of every row (lambda0, 0 for a dropped one), and u_0; perm[:rank]
+    holds the kept rows, sorted. Returns (rank, the factor's info)."""
     k, nv = J.shape
     _cho_solve_rows(L, J, 0, MinvJT, 0)
     _mm(J, MinvJT, D)
@@ -208,7 +208,8 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
                 for j in range(k):
                     work[i, j] = D[i, j]
             rank = _pivoted_rank(work, tolerance * scale, perm)
-    kept = np.sort(perm[:rank])
+    kept = perm[:rank]
+    kept.sort()  # (perm[:rank] sorted in place: the kept rows in row order)
     for a in range(rank):
         r = kept[a]
         for c in range(nv):
@@ -253,7 +254,7 @@ class Elimination:
                                 perm, J_kept, MinvJT_kept, D_kept, L_D, np.empty((1, k)), lam0,
                                 lambda0, u0)
         self.MinvJT_all = MinvJT  # M~^-1 J^T, (nv, k)
-        self.kept = np.sort(perm[:rank])
+        self.kept = perm[:rank]  # (sorted by _eliminate)
         if rank == k:  # every row independent (a loop in space; a planar one has a
             # dependent row): no copies
             self.J, self.MinvJT = J, MinvJT
