@@ -19,6 +19,7 @@ a tree, M_c^-1 J^T when loop and mimic constraints are eliminated before the sol
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -184,8 +185,8 @@ class Rows:
 
     @classmethod
     def empty(cls, nv: int) -> "Rows":
-        z = np.zeros(0)
-        return cls(np.zeros((0, nv)), z, z, z, [], [])
+        """No rows over nv columns: one record per nv, shared (it has nothing to write)."""
+        return _empty_rows(nv)
 
 
 @dataclass
@@ -274,3 +275,9 @@ def solve_impulses(rows: Rows, u_star: np.ndarray, response: np.ndarray,
         kind, f(mu), int(max_iterations), float(tolerance), np.empty((m, m)), np.empty(m),
         np.empty((5, 3)), u_next)
     return SolverResult(lam, u_next, int(iterations), float(residual))
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_rows(nv: int) -> Rows:
+    z = np.zeros(0)
+    return Rows(np.zeros((0, nv)), z, z, z, [], [])
