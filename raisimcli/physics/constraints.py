@@ -191,7 +191,7 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
     """Elimination.__init__'s algebra in one call, with the operations of its linalg calls in
     their order: MinvJT = M~^-1 J^T (Cholesky.solve), D = J MinvJT, the independent rows (scale
     = the largest diagonal entry of D, numpy's max; linalg.independent_rows), their J, MinvJT
-    and D (gathered; the arrays themselves when every row is kept), D's factor L_D, lambda_0 of
+    and D gathered into J_kept, MinvJT_kept, D_kept, D's factor L_D, lambda_0 of
     the kept rows (lam0) and of every row (lambda0, 0 for a dropped one), and u_0; perm[:rank]
     holds the kept rows, sorted. Returns (rank, the factor's info)."""
     k, nv = J.shape
