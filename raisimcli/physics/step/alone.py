@@ -164,12 +164,12 @@ def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
 def _plan(s, joint, contacts, nc: int) -> tuple:
     """What integrate2_alone derives from the rows' structure alone: (joint rows, contact keys,
     the rows' keys, sources, order, starts, the joint rows' blocks (3), the torque table's row
-    names by which sources act), kept for the system for as long as its joint rows and its
-    contacts' keys are the same objects (a robot standing: the same from step to step)."""
+    names by which sources act), kept for the system for as long as its joint rows are the same
+    object and its contacts' keys the same (a robot standing: from step to step)."""
     ckeys = contacts.keys if nc else None
     plan = _PLANS.get(s)
-    if plan is not None and plan[0] is joint and plan[1] is ckeys:
-        return plan
+    if plan is not None and plan[0] is joint and (plan[1] is ckeys or plan[1] == ckeys):
+        return plan  # (equal keys: an island's part of the world's contacts, a new list a step)
     keys = joint.key + contact_keys(contacts) if nc else joint.key
     plan = _PLANS[s] = (joint, ckeys, keys, *joint.source_groups_with_contacts(nc),
                         *joint.blocks(), {})
