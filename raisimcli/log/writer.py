@@ -569,9 +569,7 @@ class LogWriter:
 
     def _take(self) -> _Rows | None:
         """The buffered rows as arrays (None when there are none); the buffers are emptied."""
-        n = self._fill
-        if self._world is not None:
-            del self._contact_rows[n:]  # (a row whose channels were cut short)
+        n = self._fill  # (a row cut short never reached _contact_rows: it is appended last)
         self._fill = 0
         if n == 0:
             return None

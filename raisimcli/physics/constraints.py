@@ -118,14 +118,11 @@ def constraint_rows(system):
     mimic, the world points where its force acts on body1 and body2)) at the current state. The
     rows of pins and equalities are one compiled call each (_loop_rows) when the system has views
     of its frame placements; else constraint_rows_in_python."""
-    frames = system.frame_placements()
-    if frames is None:
-        return constraint_rows_in_python(system)
-    views = system.point_jacobian_views()
     sizes = [1 if isinstance(c, MimicConstraintState) else
              3 if c.kind == "pin" else len(c.axes) for c in system.constraints]
     k, nv = sum(sizes), system.nv
-    J, e, spans, scratch = np.empty((k, nv)), np.empty(k), [], None
+    J, e, spans = np.empty((k, nv)), np.empty(k), []
+    frames = views = scratch = None  # (at the first pin or equality: mimics need none)
     r0 = 0
     for c, n in zip(system.constraints, sizes):
         if isinstance(c, MimicConstraintState):
@@ -136,7 +133,10 @@ def constraint_rows(system):
             spans.append((r0, r0 + 1, None, None))
         else:
             if scratch is None:
-                scratch = np.empty((15, nv))
+                frames = system.frame_placements()
+                if frames is None:
+                    return constraint_rows_in_python(system)
+                views, scratch = system.point_jacobian_views(), np.empty((15, nv))
             axes, p1, p2 = np.empty((n, 3)), np.empty(3), np.empty(3)
             pin = c.kind == "pin"
             _loop_rows(frames[0], frames[1], system.frame_of(c.link1), system.frame_of(c.link2),
