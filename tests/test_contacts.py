@@ -959,7 +959,8 @@ def test_an_octagonal_prism_rests_on_four_of_its_eight_corners(tmp_path):
                                   "drop_trapezoid", "drop_euler", "arm_friction_rk4"])
 def test_a_robot_alone_without_the_general_records_is_the_general_path(case, monkeypatch):
     # a robot touching only the static world solves its impulse problem, integrates and fills
-    # its torque table in one compiled call (step/alone.py); the general path gives the same
+    # its torque table in one compiled call (step/alone.py; both worlds take World.integrate1
+    # and integrate2, not step/lean.py's whole step, tests/test_lean.py); the general path gives the same
     # bits, step by step: state, torque table, contacts, sweeps (the fall, the impacts,
     # standing; a restored state's warm start by key included), under each integration scheme
     # (EULER is replaced by SEMI_IMPLICIT after the first contact; RUNGE_KUTTA_4 takes the
@@ -968,6 +969,7 @@ def test_a_robot_alone_without_the_general_records_is_the_general_path(case, mon
 
     def make():
         w = World(0.001)
+        w.lean = False
         if case.startswith("arm_friction"):
             r = w.add_articulated_system(robot("arm7.urdf"))
             q = r.get_generalized_coordinate()

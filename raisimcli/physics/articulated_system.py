@@ -652,7 +652,9 @@ class ArticulatedSystem:
     # ============================================================================================
     # the step
     # ============================================================================================
-    def _gains(self) -> tuple[np.ndarray, np.ndarray]:
+    def gains(self) -> tuple[np.ndarray, np.ndarray]:
+        """(kp, kd) of this step: the PD gains in PD mode, zeros otherwise (read them, never
+        write them)."""
         if self.control_mode == PD_PLUS_FEEDFORWARD_TORQUE:
             return self.kp, self.kd
         return self._zero_gains, self._zero_gains
@@ -660,7 +662,7 @@ class ArticulatedSystem:
     def _implicit_diagonal(self, dt: float) -> np.ndarray:
         """w, updated only when dt, the control mode, the gains, the damping or the springs
         changed (Integration Steps 1 and 7)."""
-        kp, kd = self._gains()
+        kp, kd = self.gains()
         key = (dt, self.control_mode, kp.tobytes(), kd.tobytes(), self.b_joint.tobytes(),
                self.k_s.tobytes())
         if key != self._w_key:
@@ -709,7 +711,7 @@ class ArticulatedSystem:
     def _explicit_stage(self, q, u, dt):
         """Spec steps 1-4 without impulses at the state (q, u): returns the pieces of the step.
         The caller has set the kinematics to (q, u)."""
-        kp, kd = self._gains()
+        kp, kd = self.gains()
         M = self.get_mass_matrix()
         h = self.get_nonlinearities()
         # a floating base has no PD gains and no springs: its error is not needed
@@ -740,6 +742,11 @@ class ArticulatedSystem:
         if s == "RUNGE_KUTTA_4" and self.has_constraints:
             return "SEMI_IMPLICIT"
         return s
+
+    @property
+    def integrate1_pending(self) -> bool:
+        """Whether integrate1 ran at the current state and integrate2 has not yet."""
+        return self._stage is not None
 
     @property
     def has_constraints(self) -> bool:
@@ -1018,7 +1025,7 @@ class ArticulatedSystem:
         """tau_cmd + tau_act at the current state: the PD term with the position error of the last
         step and the current velocity, the actuator bounds at the current motor speeds. No damping,
         springs, external forces, implicit terms or impulses."""
-        kp, kd = self._gains()
+        kp, kd = self.gains()
         tau_act, _ = actuator_torques(self.transmission, self.tau_a, self.u,
                                       self.motor_region_enforced)
         # clamped_command(tau_ff, pd_torque(...)) + tau_act, compiled

@@ -248,12 +248,12 @@ class Conventions:
         one = [j for j in model.moving_joints if j.nv == 1]
         self.one_dof_q = np.array([j.q_slice.start for j in one], dtype=np.int64)
         self.one_dof_u = np.array([j.u_slice.start for j in one], dtype=np.int64)
-        self._floating_u = np.array([us for us, _ in self.floating], dtype=np.int64)
+        self.floating_u = np.array([us for us, _ in self.floating], dtype=np.int64)  # u starts
         self._floating_q = np.array([qs for _, qs in self.floating], dtype=np.int64)
         self._spherical_u = np.array([us for us, _ in self.spherical], dtype=np.int64)
         self._spherical_q = np.array([qs for _, qs in self.spherical], dtype=np.int64)
         # the index arrays the compiled position integration (_integrate) reads, in its order
-        self.integration_indices = (self.one_dof_q, self.one_dof_u, self._floating_u,
+        self.integration_indices = (self.one_dof_q, self.one_dof_u, self.floating_u,
                                     self._floating_q, self._spherical_u, self._spherical_q)
         # the same six, end to end, and where each starts (and the last ends): for a compiled
         # call that takes them as two arguments (step/alone.py)
@@ -261,6 +261,7 @@ class Conventions:
             np.concatenate(self.integration_indices).astype(np.int64),
             np.cumsum([0] + [a.size for a in self.integration_indices]).astype(np.int64))
         self.identity = not self.floating and not self.spherical
+        self.no_blocks = np.empty((0, 3, 3))  # the rotation blocks when T = I (never written)
         blocks = [(us, qs + 3) for us, qs in self.floating] + \
             [(us + 3, qs + 3) for us, qs in self.floating] + list(self.spherical)
         blocks.sort()
@@ -308,7 +309,7 @@ class Conventions:
                        u_pin: np.ndarray) -> np.ndarray:
         """h = T (h_pin + M_pin c), c the bias correction of u_pin."""
         out = np.empty(self.nv)
-        _nonlinearities(h_pin, M_pin, u_pin, self._floating_u, self.block_u, R, self._c,
+        _nonlinearities(h_pin, M_pin, u_pin, self.floating_u, self.block_u, R, self._c,
                         self._v, self._o, out)
         return out
 
@@ -338,7 +339,7 @@ class Conventions:
         Pinocchio's velocity u_pin, in one compiled loop."""
         out = np.empty(self.nv)
         _pin_acceleration(np.ascontiguousarray(a, dtype=np.float64).reshape(-1, 1), self.block_u,
-                          R, u_pin, self._floating_u, np.empty((self.nv, 1)), out)
+                          R, u_pin, self.floating_u, np.empty((self.nv, 1)), out)
         return out
 
     # --- positions -------------------------------------------------------------------------------

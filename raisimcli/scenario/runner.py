@@ -209,16 +209,19 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
             t = k * dt
             for d in drivers:
                 d.apply(t)
-            w.integrate1()
-            for d, fn in controllers:
-                try:
-                    fn(t, d.system)
-                except BaseException as e:  # SystemExit too: a controller cannot end the run well
-                    raise ControllerError(
-                        f"the controller {d.spec.controller_name} of robot {d.system.name!r} "
-                        f"raised {type(e).__name__} at t = {t:.6g} s: {e}", exc=e,
-                        file=fn.__code__.co_filename) from None
-            w.integrate2()
+            if not controllers:  # (integrate1 then integrate2, in one call)
+                w.integrate()
+            else:  # the controllers run between them, at the step's M, h and contacts
+                w.integrate1()
+                for d, fn in controllers:
+                    try:
+                        fn(t, d.system)
+                    except BaseException as e:  # SystemExit too: a controller cannot end the run
+                        raise ControllerError(
+                            f"the controller {d.spec.controller_name} of robot {d.system.name!r} "
+                            f"raised {type(e).__name__} at t = {t:.6g} s: {e}", exc=e,
+                            file=fn.__code__.co_filename) from None
+                w.integrate2()
             msg = _diverged(drivers, t + dt)
             if msg is not None:
                 writer.append(k)

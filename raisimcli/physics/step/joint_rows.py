@@ -55,7 +55,8 @@ class JointRowTable:
         self.vmax = np.array([j.velocity for j in one], dtype=np.float64)
         self.joint_friction = np.array([j.friction for j in one])
         self.output_friction = output_friction[self.idx] if len(one) else np.zeros(0)
-        self._state = np.zeros(len(one), dtype=np.int8)
+        # each joint's state in the step (_states writes it, rows_of_states reads it)
+        self.states = np.zeros(len(one), dtype=np.int8)
         # Rows by (dt, every joint's state): the rows depend on nothing else, and the solver
         # and the torque table only read them
         self._built: dict[tuple, Rows] = {}
@@ -64,8 +65,14 @@ class JointRowTable:
         """The rows that act in this step, at the coordinates q_t and the free velocity u*."""
         if self.idx.size == 0:
             return Rows.empty(self.nv)
-        state = self._state
-        _states(q, u_star, self.qidx, self.idx, self.lower, self.upper, self.vmax, state)
+        _states(q, u_star, self.qidx, self.idx, self.lower, self.upper, self.vmax, self.states)
+        return self.rows_of_states(dt)
+
+    def rows_of_states(self, dt: float) -> Rows:
+        """The rows of the joints' states that _states has just written into self.states."""
+        if self.idx.size == 0:
+            return Rows.empty(self.nv)
+        state = self.states
         key = (dt, state.tobytes())
         rows = self._built.get(key)
         if rows is None:

@@ -1,0 +1,193 @@
+"""One whole step (spec Integration Steps 1-12) of a world whose only robot needs none of the
+general path's bookkeeping: World.integrate's common case, with the fewest calls from Python.
+
+The general path (World.integrate1 then integrate2) goes through the kinematics adapter's
+caches, ArticulatedSystem.prepare_step and its Stage, and the world's islands. Here the same
+compiled loops and Pinocchio calls run in the same order on the same inputs, so every result
+has the same bits (tests/test_lean.py runs both paths side by side and compares the logs byte
+for byte); what is saved is the Python between them: per-system scratch is made once, and the
+Pinocchio inputs, M, h, the PD error, the actuators, the implicit diagonal, the explicit pass
+and the joint rows' states are one compiled call (_stage).
+
+It applies (`applies`) to a world of one robot without loop or mimic constraints, spherical
+joints or loads set for the step, integrated with a one-stage scheme (RUNGE_KUTTA_4 takes the
+general path), whose contacts, if any, are with the ground only (no static boxes, no
+self-collision). Everything else takes the general path, unchanged.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pinocchio as pin
+
+from raisimcli.jit import kernel
+from raisimcli.linalg import Cholesky
+from raisimcli.physics.contacts import EMPTY_CONTACTS
+from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference, \
+    _pin_inputs
+from raisimcli.physics.step.actuators import ActuatorState, _actuators
+from raisimcli.physics.step.alone import can_go_alone, integrate2_alone
+from raisimcli.physics.step.fused import _explicit_pass
+from raisimcli.physics.step.implicit import Factorized
+from raisimcli.physics.step.joint_rows import _states
+from raisimcli.physics.step.solver import WarmStart
+from raisimcli.physics.step.stage import Stage
+
+PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
+_SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> its _Scratch
+
+
+@kernel
+def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q, u, kp, kd,
+           q_ref, u_ref, tau_ff, lower, upper, b_joint, b_out, k_s, spring_rest, T, stall,
+           back_emf, peak, tau_a, gear, qidx, idx, j_lower, j_upper, vmax, F, M, h, q_err,
+           spring_err, act, tau_cmd, b, L, u_star, states):
+    """Spec steps 1-3 and u* of step 4 after Pinocchio's crba (M_upper) and nonLinearEffects
+    (h_pin): the loops of ArticulatedSystem._explicit_stage in its order. `flags`: T is the
+    identity, PD mode, springs, the motor regions enforced. M (the convention transform of
+    Conventions.mass_matrix), h (Conventions.nonlinearities; h_pin as it is when T = I),
+    q_err and spring_err (Conventions.difference without quaternions; 0 outside PD mode and
+    without springs), the actuators' w_m, lo, hi, commanded, applied, tau_act end to end in
+    `act` (actuator_torques; tau_act 0 without actuators), w (implicit_diagonal), then
+    step/fused.py's pass and each joint's state (joint_rows._states). F: scratch. Returns the
+    Cholesky factor's info (0: M~ positive definite)."""
+    n = u.shape[0]
+    n_act = T.shape[0]
+    M_pin = F[0:n * n].reshape((n, n))
+    TM = F[n * n:2 * n * n].reshape((n, n))
+    a = 2 * n * n
+    c = F[a:a + n]
+    v = F[a + n:a + 2 * n].reshape((n, 1))
+    o = F[a + 2 * n:a + 3 * n].reshape((n, 1))
+    rhs = F[a + 3 * n:a + 4 * n].reshape((n, 1))
+    x = F[a + 4 * n:a + 5 * n].reshape((n, 1))
+    w = F[a + 5 * n:a + 6 * n]
+    tau_ext = F[a + 6 * n:a + 7 * n]
+    M_tilde = F[a + 7 * n:a + 7 * n + n * n].reshape((n, n))
+    _mass_matrix(M_upper, bu, R, M_pin, TM, M)
+    if flags[0]:
+        for i in range(n):
+            h[i] = h_pin[i]
+    else:
+        _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, h)
+    if flags[1]:
+        _one_dof_difference(q, q_ref, one_q, one_u, q_err)
+    else:
+        for i in range(n):
+            q_err[i] = 0.0
+    if flags[2]:
+        _one_dof_difference(q, spring_rest, one_q, one_u, spring_err)
+    else:
+        for i in range(n):
+            spring_err[i] = 0.0
+    tau_act = act[5 * n_act:5 * n_act + n]
+    if n_act:
+        _actuators(T, u, stall, back_emf, peak, tau_a, gear, flags[3] != 0, act[0:n_act],
+                   act[n_act:2 * n_act], act[2 * n_act:3 * n_act], act[3 * n_act:4 * n_act],
+                   act[4 * n_act:5 * n_act], tau_act)
+    else:
+        for i in range(n):
+            tau_act[i] = 0.0
+    c1, c2 = 0.5 * dt, 0.25 * dt * dt
+    for i in range(n):
+        w[i] = c1 * (b_joint[i] + b_out[i] + kd[i]) + c2 * (kp[i] + k_s[i])
+        tau_ext[i] = 0.0
+        for j in range(n):
+            L[i, j] = 0.0
+    info = _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out,
+                          tau_act, k_s, spring_err, tau_ext, w, M, h, tau_cmd, b, rhs, M_tilde,
+                          L, x, u_star)
+    _states(q, u_star, qidx, idx, j_lower, j_upper, vmax, states)
+    return info
+
+
+def applies(world) -> bool:
+    """Whether step() may take the world's next step (see the module's docstring)."""
+    systems = world.systems
+    if len(systems) != 1:
+        return False
+    s = systems[0]
+    if s.constraints or s.pending_loads or s.conv.spherical or s.integrate1_pending:
+        return False
+    if s.scheme == "RUNGE_KUTTA_4" and s.effective_scheme() == "RUNGE_KUTTA_4":
+        return False
+    cw = world.contact_world
+    return not cw.static and not any(r.self_collision for r in cw.robots)
+
+
+class _Scratch:
+    """One system's arrays that no step result outlives (each is written before it is read in a
+    step), and its Stage and factor, refilled at each step."""
+
+    def __init__(self, s):
+        nv, conv = s.nv, s.conv
+        self.F = np.empty(3 * nv * nv + 7 * nv)  # _stage's scratch
+        self.flags = np.zeros(4, dtype=np.int64)  # _stage's
+        self.flags[0] = conv.identity
+        self.M, self.h, self.L = np.empty((nv, nv)), np.empty(nv), np.empty((nv, nv))
+        self.spring_err, self.tau_cmd, self.b = np.empty(nv), np.empty(nv), np.empty(nv)
+        self.u_star = np.empty(nv)
+        self.n_act = n_act = s.transmission.T.shape[0]
+        self.act = np.empty(5 * n_act + nv)  # _stage's actuator block, without actuators
+        self.none_acting = s.transmission.none_acting
+        a = 2 * nv * nv + 7 * nv  # M~ in F (_stage's layout)
+        self.M_tilde = self.F[a:a + nv * nv].reshape(nv, nv)
+        self.factor = Factorized(self.M_tilde, None, Cholesky.of_factor(self.L, 0))
+        tau_ext = self.F[2 * nv * nv + 6 * nv:2 * nv * nv + 7 * nv]  # (0: no load)
+        self.stage = Stage(M=self.M, h=self.h, q_err=None, tau_cmd=self.tau_cmd, tau_act=None,
+                           act_state=None, spring_err=self.spring_err, tau_ext=tau_ext,
+                           b=self.b, factor=self.factor, u_star=self.u_star, kp=None, kd=None,
+                           u_free=self.u_star)
+
+
+def step(world, warm_start):
+    """World.integrate() when applies(world): steps the world's robot and returns (the step's
+    ContactSet, the WarmStart of its impulses for the next step)."""
+    s = world.systems[0]
+    dt = world.dt
+    ws = _SCRATCH.get(s)
+    if ws is None:
+        ws = _SCRATCH[s] = _Scratch(s)
+    conv, model, data, nv = s.conv, s.pinocchio.model, s.pinocchio_data, s.nv
+    q, u = s.q, s.u
+    # spec step 1's kinematics: M and h (ArticulatedSystem.get_mass_matrix, get_nonlinearities)
+    # and the contacts (World.integrate1)
+    q_pin, u_pin, R = s.pinocchio_inputs()
+    upper = pin.crba(model, data, q_pin)
+    s.sync_gravity(s.gravity)
+    h_pin = pin.nonLinearEffects(model, data, q_pin, u_pin)
+    cw = world.contact_world
+    contacts = cw.detect() if cw.active else EMPTY_CONTACTS
+    # steps 1-3 and u* (ArticulatedSystem._explicit_stage), and the joint rows' states
+    flags, tr, st = ws.flags, s.transmission, ws.stage
+    pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
+    flags[1], flags[2], flags[3] = pd, bool(s.springs), bool(s.motor_region_enforced)
+    kp, kd = s.gains()
+    q_err = np.empty(nv)
+    act = np.empty(5 * ws.n_act + nv) if ws.n_act else ws.act
+    jr = s.joint_rows
+    info = _stage(float(dt), flags, upper, h_pin, u_pin, conv.block_u,
+                  conv.no_blocks if R is None else R, conv.floating_u, conv.one_dof_q,
+                  conv.one_dof_u, q, u, kp, kd, s.q_ref, s.u_ref, s.tau_ff, s.tau_lower,
+                  s.tau_upper, s.b_joint, tr.output_damping, s.k_s, s.spring_rest, tr.T,
+                  tr.stall, tr.back_emf, tr.peak, s.tau_a, tr.gear, jr.qidx, jr.idx, jr.lower,
+                  jr.upper, jr.vmax, ws.F, ws.M, ws.h, q_err, ws.spring_err, act, ws.tau_cmd,
+                  ws.b, ws.L, ws.u_star, jr.states)
+    if info != 0:  # raises the general path's error
+        Factorized(ws.M_tilde, s.model.dof_names, Cholesky.of_factor(ws.L, info))
+    if ws.n_act:
+        n = ws.n_act
+        st.tau_act = act[5 * n:]
+        st.act_state = ActuatorState(act[:n], act[n:2 * n], act[2 * n:3 * n], act[3 * n:4 * n],
+                                     act[4 * n:5 * n])
+    else:
+        st.tau_act, st.act_state = ws.none_acting
+    st.q_err, st.kp, st.kd = q_err, kp, kd
+    st.joint_rows = jr.rows_of_states(dt)
+    if can_go_alone(world.systems, (st,), contacts):
+        return contacts, WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
+    # no row: the solver's answer is u* (solve_impulses without rows)
+    s.finish_step(dt, st, ws.u_star.copy(), {}, [], 0, False)
+    return contacts, WarmStart([], np.zeros(0))

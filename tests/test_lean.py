@@ -1,0 +1,179 @@
+"""World.integrate's whole step of a world of one robot (raisimcli/physics/step/lean.py) against
+the general path (World.integrate1 then integrate2, with the robot-alone shortcut of
+step/alone.py turned off too): the same bits, step by step, for every result a user reads."""
+
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from conftest import SCENARIOS, robot
+from raisimcli.cli.main import cli
+from raisimcli.errors import RaisimcliError
+from raisimcli.physics import World
+from raisimcli.physics.step import lean
+
+LEGS = [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
+
+
+def _quadruped(w, height=0.6, name=None):
+    w.add_ground()
+    r = w.add_articulated_system(robot("quadruped.urdf"), name=name)
+    q = r.get_generalized_coordinate()
+    q[2], q[7:] = height, LEGS
+    r.set_state(q, np.zeros(r.nv))
+    r.set_pd_gains(np.full(r.nv, 300.0), np.full(r.nv, 10.0))
+    r.set_pd_target(q, np.zeros(r.nv))
+    return r
+
+
+def _arm(w):
+    r = w.add_articulated_system(robot("arm7.urdf"))
+    q = r.get_generalized_coordinate()
+    q[:] = np.linspace(-0.4, 0.4, r.nq)
+    r.set_state(q, np.zeros(r.nv))
+    r.set_pd_gains(np.full(r.nv, 300.0), np.full(r.nv, 10.0))
+    r.set_pd_target(q, np.zeros(r.nv))
+    return r
+
+
+def _setup(case, w):
+    if case in ("drop", "drop_with_inverse_dynamics", "drop_trapezoid", "drop_euler"):
+        r = _quadruped(w)
+        r.set_compute_inverse_dynamics(case == "drop_with_inverse_dynamics")
+        r.set_integration_scheme({"drop_trapezoid": "TRAPEZOID",
+                                  "drop_euler": "EULER"}.get(case, "SEMI_IMPLICIT"))
+    elif case == "actuators_and_limits":  # motor regions, a coupled knee, friction, limits
+        r = _quadruped(w, 0.45)
+        r.set_actuator_torques(np.linspace(-3.0, 3.0, len(r.model.actuators)))
+        q_ref = r.get_generalized_coordinate()
+        q_ref[7:] = [0.0, 2.5, -2.9] * 4  # beyond the knees' and hips' limits
+        r.set_pd_target(q_ref, np.zeros(r.nv))
+    elif case == "arm":
+        r = _arm(w)
+    elif case == "arm_torque_mode":  # no PD: the feedforward torque alone
+        r = _arm(w)
+        r.set_control_mode("FORCE_AND_TORQUE")
+        r.set_generalized_force(np.linspace(-2.0, 2.0, r.nv))
+    elif case == "spring":  # a spring, damping, no row at all
+        r = w.add_articulated_system(robot("spring_joint.urdf"))
+    else:
+        raise AssertionError(case)
+    return r
+
+
+def _same(a, b):
+    (wa, ra), (wb, rb) = a, b
+    assert ra.q.tobytes() == rb.q.tobytes() and ra.u.tobytes() == rb.u.tobytes()
+    assert ra.solver_iterations == rb.solver_iterations
+    assert list(ra.torque) == list(rb.torque)
+    for source in ra.torque:
+        assert ra.torque[source].tobytes() == rb.torque[source].tobytes(), source
+    assert ra.pd_error.tobytes() == rb.pd_error.tobytes()
+    for field in ("motor_speed", "tau_min", "tau_max", "commanded", "applied"):
+        x, y = getattr(ra.actuator_state, field), getattr(rb.actuator_state, field)
+        assert x.tobytes() == y.tobytes(), field
+    assert ra.had_contact == rb.had_contact
+    assert len(wa.contacts) == len(wb.contacts)
+    if len(wa.contacts):
+        for name in ("points", "distance", "impulse", "impulse_contact", "velocity_contact",
+                     "target"):
+            assert getattr(wa.contacts, name).tobytes() == getattr(wb.contacts, name).tobytes()
+        assert wa.contacts.keys == wb.contacts.keys
+    if ra.compute_inverse_dynamics:
+        assert ra.joint_wrenches.force.tobytes() == rb.joint_wrenches.force.tobytes()
+        assert ra.joint_wrenches.torque.tobytes() == rb.joint_wrenches.torque.tobytes()
+    assert ra.get_kinetic_energy() == rb.get_kinetic_energy()  # the caches of the new state
+
+
+@pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid",
+                                  "drop_euler", "actuators_and_limits", "arm",
+                                  "arm_torque_mode", "spring"])
+def test_the_whole_step_of_a_robot_alone_is_the_general_path(case, monkeypatch):
+    import raisimcli.physics.step.world_step as world_step
+    taken = []
+    real = lean.step
+    monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
+    worlds = []
+    for use in (True, False):
+        w = World(0.001)
+        w.lean = use
+        worlds.append((w, _setup(case, w)))
+    (wa, _), (wb, _) = worlds
+    for k in range(400):
+        wa.integrate()
+        with monkeypatch.context() as m:
+            m.setattr(world_step, "can_go_alone", lambda *a: False)
+            wb.integrate()
+        _same(*worlds)
+        if k == 200:  # a restored state (the warm start by key) continues the same
+            for w, _ in worlds:
+                w.set_state(w.get_state())
+    assert len(taken) == 400
+    if case.startswith("drop"):
+        assert len(wa.contacts) == 4  # standing after the impacts
+
+
+def test_the_whole_step_is_not_taken_where_it_does_not_apply(monkeypatch):
+    taken = []
+    real = lean.step
+    monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
+    w = World(0.001)
+    r = _arm(w)
+    r.set_integration_scheme("RUNGE_KUTTA_4")  # four stages: the general path
+    w.integrate()
+    assert not taken
+    r.set_integration_scheme("SEMI_IMPLICIT")
+    r.set_external_force("link3", [0.0, 0.0, 5.0])  # a load for one step
+    w.integrate()
+    assert not taken
+    w.integrate()
+    assert len(taken) == 1
+    w.integrate1()  # integrate1 then integrate2 from the user: the general path
+    w.integrate2()
+    assert len(taken) == 1
+    w = World(0.001)  # two robots
+    for x in (0.0, 2.0):
+        r = _quadruped(w, name=f"q{x:.0f}")
+        q = r.get_generalized_coordinate()
+        q[0] = x
+        r.set_state(q, np.zeros(r.nv))
+    w.integrate()
+    assert len(taken) == 1
+
+
+def test_a_mass_matrix_that_is_not_positive_definite_raises_the_same_error(tmp_path):
+    # a massless bob: its hinge moves no mass, and nothing implicit adds to M~'s diagonal
+    urdf = tmp_path / "massless.urdf"
+    with open(robot("pendulum.urdf")) as f:
+        urdf.write_text(f.read().replace('<mass value="1"/>', '<mass value="0"/>'))
+    messages = []
+    for use in (True, False):
+        w = World(0.001)
+        w.lean = use
+        w.add_articulated_system(str(urdf))
+        with pytest.raises(RaisimcliError) as e:
+            w.integrate()
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] and "not positive definite" in messages[0]
+
+
+@pytest.mark.parametrize("name", ["quadruped_pd", "quadruped_drop", "arm7_pd", "spring_joint",
+                                  "pendulum"])
+def test_a_scenario_logs_the_same_bits_on_either_path(tmp_path, monkeypatch, name):
+    scenario = os.path.join(SCENARIOS, f"{name}.toml")
+    taken = []
+    real = lean.step
+    monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
+    logs = []
+    for use in (True, False):
+        if not use:
+            monkeypatch.setattr(lean, "applies", lambda world: False)
+        out = tmp_path / f"{use}.h5"
+        r = CliRunner().invoke(cli, ["run", scenario, "-q", "--duration", "0.3", "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        logs.append(str(out))
+    assert len(taken) >= 300  # (the lean run's steps)
+    r = CliRunner().invoke(cli, ["compare", *logs, "--rtol", "0", "--atol", "0"])
+    assert r.exit_code == 0, r.output
