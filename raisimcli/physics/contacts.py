@@ -31,6 +31,37 @@ from raisimcli.physics.collision import SPHERE, RobotShapes, Shape, make_geometr
 # shapes with flat faces: their contacts with a face are patches of several points
 _PATCH_KINDS = ("box", "cylinder", "mesh")
 
+
+def _settle_coal() -> None:
+    """Fix the state that coal (3.0) keeps across queries, the same in every process.
+
+    coal's support function of a box keeps a static, set by the first query of the process
+    that reaches it: `static const CoalScalar inflate = (dir.array() == 0).any() ? 1 + 1e-10
+    : 1.;` (include/coal/narrowphase/support_functions.hxx, getShapeSupport(const Box*, ...)). A
+    box resting flat on the ground then touches at -1e-11 m in a process whose first box query
+    was along an axis, and at 0 in one whose first was tilted: the same scenario gave other
+    bits after another scenario ran in the same process (a sweep's worker, a library user, the
+    test suite). Queries along the axes at import make it 1 + 1e-10 in every process (what a
+    fresh process running a box resting flat gets), for the halfspace's built-in algorithm, GJK's
+    shapes and the contact patches."""
+    request = coal.CollisionRequest()
+    request.num_max_contacts = 8
+    patch_request = coal.ContactPatchRequest()
+    box, up = coal.Box(1.0, 1.0, 1.0), coal.Transform3s()
+    up.setTransform(np.eye(3), np.array([0.0, 0.0, 0.4]))  # overlapping the origin's shapes
+    for other in (coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0), coal.Box(1.0, 1.0, 1.0),
+                  coal.Sphere(0.5), coal.Capsule(0.5, 1.0), coal.Cylinder(0.5, 1.0)):
+        for a, b in ((box, other), (other, box)):
+            result = coal.CollisionResult()
+            if coal.collide(a, up, b, coal.Transform3s(), request, result):
+                coal.computeContactPatch(a, up, b, coal.Transform3s(), result, patch_request,
+                                         coal.ContactPatchResult(patch_request))
+            coal.distance(a, up, b, coal.Transform3s(), coal.DistanceRequest(),
+                          coal.DistanceResult())
+
+
+_settle_coal()
+
 DEFAULT_FRICTION = 0.8
 DEFAULT_RESTITUTION = 0.0
 DEFAULT_RESTITUTION_THRESHOLD = 0.01  # m/s
