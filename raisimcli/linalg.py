@@ -276,6 +276,19 @@ def matmul(A, B) -> np.ndarray:
     return out
 
 
+@kernel
+def _quadratic(A, x, scratch):
+    """x . (A x): _mv into scratch, then _dot (the bits of dot(x, matmul(A, x)))."""
+    _mv(A, x, scratch)
+    return _dot(x, scratch)
+
+
+def quadratic_form(A, x) -> float:
+    """x^T A x for a square float64 A (n, n) and x (n,): dot(x, matmul(A, x)) in one compiled
+    call."""
+    return float(_quadratic(A, x, np.empty(x.shape[0])))
+
+
 def dot(a, b) -> float:
     """a . b of two vectors, summed in index order."""
     a, b = _f64(a).reshape(-1), _f64(b).reshape(-1)

@@ -161,3 +161,13 @@ def test_first_beyond_finds_the_first_entry_that_is_not_finite_or_too_large():
         assert first_beyond(np.array([1.0, bad, bad]), FLOAT_MAX) == 1
     assert first_beyond(np.array([1.0, -3.0, 2.0]), 2.5) == 1
     assert first_beyond(np.zeros(0), 1.0) == -1
+
+
+def test_quadratic_form_has_the_bits_of_dot_of_matmul():
+    # the kinetic energy's x^T A x in one compiled call: the same sums in the same order
+    from raisimcli.linalg import quadratic_form
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 18):
+        A, x = rng.standard_normal((n, n)), rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8)
+        assert np.float64(quadratic_form(A, x)).tobytes() == \
+            np.float64(dot(x, matmul(A, x))).tobytes()

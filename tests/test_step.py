@@ -605,6 +605,15 @@ def test_get_generalized_force_is_the_spec_functions_composed():
         expected = clamped_command(s.tau_ff, pd_torque(s.kp, s.kd, s.pd_error, s.u_ref, s.u),
                                    s.tau_lower, s.tau_upper) + tau_act
         assert s.get_generalized_force().tobytes() == expected.tobytes()
+    # and without actuators (tau_act 0)
+    w = World()
+    s = w.add_articulated_system(robot("arm7.urdf"))
+    s.set_pd_gains(np.full(s.nv, 40.0), np.full(s.nv, 2.0))
+    s.set_generalized_velocity(rng.standard_normal(s.nv))
+    s.pd_error = rng.standard_normal(s.nv)
+    expected = clamped_command(s.tau_ff, pd_torque(s.kp, s.kd, s.pd_error, s.u_ref, s.u),
+                               s.tau_lower, s.tau_upper) + np.zeros(s.nv)
+    assert s.get_generalized_force().tobytes() == expected.tobytes()
 
 
 def test_fused_explicit_pass_is_the_spec_functions_composed():

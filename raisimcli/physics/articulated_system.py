@@ -15,14 +15,15 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import StateError
-from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, dot, first_beyond, matmul, norm
+from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, dot, first_beyond, matmul, norm, \
+    quadratic_form
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.conventions import Conventions, _rotate_columns
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.contact_rows import _point_jacobian
 from raisimcli.physics.step.decomposition import torque_table
-from raisimcli.physics.step.fused import command_plus, explicit_pass
+from raisimcli.physics.step.fused import explicit_pass, generalized_force
 from raisimcli.physics.step.implicit import implicit_diagonal
 from raisimcli.physics.step.joint_rows import JointRowTable
 from raisimcli.physics.step.solver import DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE
@@ -450,6 +451,11 @@ class ArticulatedSystem:
     # ============================================================================================
     # dynamics (our conventions)
     # ============================================================================================
+    def cached_pinocchio_mass_matrix(self) -> np.ndarray | None:
+        """Pinocchio's M (nv, nv, symmetric, in its velocity convention) when get_mass_matrix has
+        computed it at the current state, else None (read it, never write it)."""
+        return self._cache.get("M_pin")
+
     def get_mass_matrix(self) -> np.ndarray:
         """M (nv, nv), rotor inertia included on its diagonal."""
         if "M" not in self._cache:
@@ -489,7 +495,7 @@ class ArticulatedSystem:
 
     def get_kinetic_energy(self) -> float:
         """1/2 u^T M u (rotor inertia included)."""
-        return 0.5 * dot(self.u, matmul(self.get_mass_matrix(), self.u))
+        return 0.5 * quadratic_form(self.get_mass_matrix(), self.u)
 
     def get_potential_energy(self, gravity=None) -> float:
         """Sum of -m g . p_com over the moving bodies (m g z for gravity (0, 0, -g))."""
@@ -1026,11 +1032,10 @@ class ArticulatedSystem:
         step and the current velocity, the actuator bounds at the current motor speeds. No damping,
         springs, external forces, implicit terms or impulses."""
         kp, kd = self.gains()
-        tau_act, _ = actuator_torques(self.transmission, self.tau_a, self.u,
-                                      self.motor_region_enforced)
-        # clamped_command(tau_ff, pd_torque(...)) + tau_act, compiled
-        return command_plus(kp, kd, self.pd_error, self.u_ref, self.u, self.tau_ff,
-                            self.tau_lower, self.tau_upper, tau_act)
+        # clamped_command(tau_ff, pd_torque(...)) + actuator_torques' tau_act, compiled
+        return generalized_force(self.transmission, self.tau_a, self.motor_region_enforced, kp,
+                                 kd, self.pd_error, self.u_ref, self.u, self.tau_ff,
+                                 self.tau_lower, self.tau_upper)
 
 
 def _skew(r) -> np.ndarray:

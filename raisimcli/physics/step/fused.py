@@ -15,6 +15,7 @@ import numpy as np
 
 from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky, _cho_solve, _cholesky
+from raisimcli.physics.step.actuators import _actuators
 from raisimcli.physics.step.implicit import Factorized
 
 
@@ -58,11 +59,31 @@ def _command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, tau_act, out):
         out[i] = c + tau_act[i]
 
 
-def command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, tau_act) -> np.ndarray:
-    """tau_cmd + tau_act (nv,) in one compiled loop: the same bits as clamped_command(tau_ff,
-    pd_torque(...), lower, upper) + tau_act (ArticulatedSystem.get_generalized_force)."""
-    out = np.empty(u.shape[0])
+@kernel
+def _generalized_force(T, u, stall, back_emf, peak, tau_a, gear, enforce, kp, kd, q_err, u_ref,
+                       tau_ff, lower, upper, scratch, out):
+    """actuator_torques' tau_act (the loops of _actuators; 0 without actuators) into scratch's
+    end, then _command_plus into out; scratch: (5 n_act + nv,)."""
+    n_act, n = T.shape[0], u.shape[0]
+    tau_act = scratch[5 * n_act:5 * n_act + n]
+    if n_act:
+        _actuators(T, u, stall, back_emf, peak, tau_a, gear, enforce, scratch[0:n_act],
+                   scratch[n_act:2 * n_act], scratch[2 * n_act:3 * n_act],
+                   scratch[3 * n_act:4 * n_act], scratch[4 * n_act:5 * n_act], tau_act)
+    else:
+        for i in range(n):
+            tau_act[i] = 0.0
     _command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, tau_act, out)
+
+
+def generalized_force(tr, tau_a, enforce: bool, kp, kd, q_err, u_ref, u, tau_ff, lower,
+                      upper) -> np.ndarray:
+    """command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, actuator_torques(tr, tau_a,
+    u, enforce)[0]) in one compiled call, with its bits (tr: the robot's Transmission)."""
+    out = np.empty(u.shape[0])
+    _generalized_force(tr.T, u, tr.stall, tr.back_emf, tr.peak, tau_a, tr.gear, bool(enforce),
+                       kp, kd, q_err, u_ref, tau_ff, lower, upper,
+                       np.empty(5 * tr.T.shape[0] + u.shape[0]), out)
     return out
 
 

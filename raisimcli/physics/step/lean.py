@@ -155,7 +155,9 @@ def step(world, warm_start):
     # spec step 1's kinematics: M and h (ArticulatedSystem.get_mass_matrix, get_nonlinearities)
     # and the contacts (World.integrate1)
     q_pin, u_pin, R = s.pinocchio_inputs()
-    upper = pin.crba(model, data, q_pin)
+    upper = s.cached_pinocchio_mass_matrix()  # (the log's kinetic energy computes it)
+    if upper is None:
+        upper = pin.crba(model, data, q_pin)
     s.sync_gravity(s.gravity)
     h_pin = pin.nonLinearEffects(model, data, q_pin, u_pin)
     cw = world.contact_world
