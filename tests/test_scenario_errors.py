@@ -164,3 +164,25 @@ def test_independent_errors_are_reported_at_once_with_suggestions(scenario_dir):
     assert len(lines) == 2, r.output
     assert any("world.gravty: unknown key; did you mean 'gravity'?" in x for x in lines)
     assert any("world.dt" in x for x in lines)
+
+
+def test_two_robots_at_the_same_place_stop_with_one_error(tmp_path):
+    # two fixed-base arms of one URDF: their shapes coincide, and coal gives their contacts no
+    # direction (it divided by zero before: a traceback)
+    p = tmp_path / "two.toml"
+    p.write_text(f"""schema_version = 1
+[world]
+dt = 0.001
+steps = 5
+[[robot]]
+name = "a"
+urdf = "{ROBOTS}/arm7.urdf"
+[[robot]]
+name = "b"
+urdf = "{ROBOTS}/arm7.urdf"
+""")
+    r = run("run", str(p), "-q", "-o", str(tmp_path / "out.h5"))
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
+    assert "of robot 'a' and link" in r.output and "of robot 'b' overlap" in r.output
+    assert "place them apart" in r.output

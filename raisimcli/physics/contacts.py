@@ -24,6 +24,7 @@ import math
 import coal
 import numpy as np
 
+from raisimcli.errors import StateError
 from raisimcli.jit import kernel
 from raisimcli.physics.collision import SPHERE, RobotShapes, Shape, make_geometry, \
     robot_shapes, sweep_and_prune, transform
@@ -571,8 +572,21 @@ class ContactWorld:
         patches = a.kind in _PATCH_KINDS and b.kind in _PATCH_KINDS
         for k, (p, n, d) in enumerate(self._collide(a.geometry, transform(pa), b.geometry,
                                                     transform(pb), patches)):
+            if not (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] > 0.0):
+                raise _no_direction(sa, a, sb, b)
             contacts.add(sa, a, sb, b.body, name_b, p, n, d, pair,
                          (sa.name, a.index, sb.name if sb is not None else None, b.index, k))
+
+
+def _no_direction(sa, a, sb, b) -> StateError:
+    """The error of a contact to which coal gives no normal: two shapes with the same centre."""
+    def name(system, shape):
+        return f"link {shape.link!r} of robot {system.name!r}" if system is not None else \
+            f"the static box {shape.link!r}"
+    return StateError(f"{name(sa, a)} and {name(sb, b)} overlap with the same centre: their "
+                      "contact has no direction. Robots of one URDF start at the same place: "
+                      "place them apart (a floating base: its initial root coordinates; a fixed "
+                      "base: the origin of its URDF's joint to the world)")
 
 
 _UP = (0.0, 0.0, 1.0)  # the ground's normal
