@@ -100,6 +100,36 @@ def _install() -> None:
 _install()
 
 
+# LLVM's optimisation level of the package's loops: 1, unless NUMBA_OPT says otherwise. Level 3
+# (numba's default) spent about 5 s more of a fresh environment's first run (17.2 s against
+# 12.3 s at level 0; 15.2 s at 1) optimising loops whose time goes to the calls into them, not
+# to their arithmetic: the standing quadruped's step took the same 47.7-47.9 us at levels 1 and
+# 3 (benchmarks/README.md). The level changes no result: without fastmath LLVM keeps every
+# floating-point operation and its order at any level (the golden logs compare at rtol 0).
+_OPT = None if "NUMBA_OPT" in os.environ else 1
+
+
+def _at_our_level(compile_):
+    """numba's Dispatcher.compile of one of our loops, run with LLVM at level _OPT (numba reads
+    config.OPT when it optimises a module; the callees a loop compiles go through here too)."""
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    def compile_at_level(sig):
+        with global_compiler_lock:
+            before = config.OPT
+            config.OPT = config._OptLevel(_OPT)
+            try:
+                return compile_(sig)
+            finally:
+                config.OPT = before
+    return compile_at_level
+
+
 def kernel(fn):
-    """`numba.njit(cache=True)(fn)`, stamped with the package's digest (see the module)."""
-    return njit(cache=True)(fn)
+    """`numba.njit(cache=True)(fn)`, stamped with the package's digest (see the module) and
+    optimised at LLVM's level _OPT."""
+    dispatcher = njit(cache=True)(fn)
+    if _OPT is not None:
+        dispatcher.compile = _at_our_level(dispatcher.compile)
+    return dispatcher

@@ -66,3 +66,26 @@ def test_a_numba_without_the_known_cache_locators_warns_and_keeps_its_own(monkey
     with pytest.warns(RuntimeWarning, match="cache locators are not those raisimcli knows"):
         jit._install()
     assert jit._INSTALLED == []
+
+
+def test_the_loops_compile_at_llvm_level_1_and_leave_numba_s_own_level():
+    # the package's loops are optimised at LLVM level 1 (raisimcli/jit.py: a shorter first run,
+    # the same step time); numba's level is put back after each compilation, for other code
+    from numba.core import config
+    import raisimcli.jit as jit
+    from raisimcli.linalg import _dot
+    if "NUMBA_OPT" in os.environ:
+        pytest.skip("NUMBA_OPT is set: numba's level applies")
+    assert _dot.compile.__name__ == "compile_at_level"
+    before = int(config.OPT)
+    seen = []
+    assert jit._at_our_level(lambda sig: seen.append(int(config.OPT)) or "done")(()) == "done"
+    assert seen == [1] and int(config.OPT) == before
+
+
+def test_numba_opt_set_by_the_user_is_kept():
+    code = ("import raisimcli.jit as jit; from raisimcli.linalg import _dot; "
+            "print(jit._OPT, _dot.compile.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "NUMBA_OPT": "3"}).stdout.split()
+    assert out == ["None", "compile"]
