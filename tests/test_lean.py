@@ -58,13 +58,36 @@ def _setup(case, w):
         r.set_generalized_force(np.linspace(-2.0, 2.0, r.nv))
     elif case == "spring":  # a spring, damping, no row at all
         r = w.add_articulated_system(robot("spring_joint.urdf"))
+    elif case == "two_apart":  # islands of one robot each
+        r = _quadruped(w, name="first")
+        other = _quadruped(w, name="second")
+        q = other.get_generalized_coordinate()
+        q[0] = 2.0
+        other.set_state(q, np.zeros(other.nv))
+    elif case == "one_onto_another":  # apart, then one island of two (the general path's)
+        r = _quadruped(w, 0.45, name="below")
+        other = _quadruped(w, 0.95, name="above")
+        q = other.get_generalized_coordinate()
+        q[0] = 0.1
+        other.set_state(q, np.zeros(other.nv))
     else:
         raise AssertionError(case)
     return r
 
 
 def _same(a, b):
-    (wa, ra), (wb, rb) = a, b
+    (wa, _), (wb, _) = a, b
+    for ra, rb in zip(wa.systems, wb.systems, strict=True):
+        _same_system(ra, rb)
+    assert len(wa.contacts) == len(wb.contacts)
+    if len(wa.contacts):
+        for name in ("points", "distance", "impulse", "impulse_contact", "velocity_contact",
+                     "target"):
+            assert getattr(wa.contacts, name).tobytes() == getattr(wb.contacts, name).tobytes()
+        assert wa.contacts.keys == wb.contacts.keys
+
+
+def _same_system(ra, rb):
     assert ra.q.tobytes() == rb.q.tobytes() and ra.u.tobytes() == rb.u.tobytes()
     assert ra.solver_iterations == rb.solver_iterations
     assert list(ra.torque) == list(rb.torque)
@@ -75,12 +98,6 @@ def _same(a, b):
         x, y = getattr(ra.actuator_state, field), getattr(rb.actuator_state, field)
         assert x.tobytes() == y.tobytes(), field
     assert ra.had_contact == rb.had_contact
-    assert len(wa.contacts) == len(wb.contacts)
-    if len(wa.contacts):
-        for name in ("points", "distance", "impulse", "impulse_contact", "velocity_contact",
-                     "target"):
-            assert getattr(wa.contacts, name).tobytes() == getattr(wb.contacts, name).tobytes()
-        assert wa.contacts.keys == wb.contacts.keys
     if ra.compute_inverse_dynamics:
         assert ra.joint_wrenches.force.tobytes() == rb.joint_wrenches.force.tobytes()
         assert ra.joint_wrenches.torque.tobytes() == rb.joint_wrenches.torque.tobytes()
@@ -89,7 +106,8 @@ def _same(a, b):
 
 @pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid",
                                   "drop_euler", "actuators_and_limits", "arm",
-                                  "arm_torque_mode", "spring"])
+                                  "arm_torque_mode", "spring", "two_apart",
+                                  "one_onto_another"])
 def test_the_whole_step_of_a_robot_alone_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken = []
@@ -101,8 +119,10 @@ def test_the_whole_step_of_a_robot_alone_is_the_general_path(case, monkeypatch):
         w.lean = use
         worlds.append((w, _setup(case, w)))
     (wa, _), (wb, _) = worlds
+    robots_touched = False
     for k in range(400):
         wa.integrate()
+        robots_touched |= any(c.system_b is not None for c in wa.get_contacts())
         with monkeypatch.context() as m:
             m.setattr(world_step, "can_go_alone", lambda *a: False)
             wb.integrate()
@@ -113,6 +133,8 @@ def test_the_whole_step_of_a_robot_alone_is_the_general_path(case, monkeypatch):
     assert len(taken) == 400
     if case.startswith("drop"):
         assert len(wa.contacts) == 4  # standing after the impacts
+    if case == "one_onto_another":  # the robots touched: the general path solved them together
+        assert robots_touched
 
 
 def test_the_whole_step_is_not_taken_where_it_does_not_apply(monkeypatch):
@@ -133,12 +155,7 @@ def test_the_whole_step_is_not_taken_where_it_does_not_apply(monkeypatch):
     w.integrate1()  # integrate1 then integrate2 from the user: the general path
     w.integrate2()
     assert len(taken) == 1
-    w = World(0.001)  # two robots
-    for x in (0.0, 2.0):
-        r = _quadruped(w, name=f"q{x:.0f}")
-        q = r.get_generalized_coordinate()
-        q[0] = x
-        r.set_state(q, np.zeros(r.nv))
+    w.add_box("step", [1.0, 1.0, 0.1])  # a static box
     w.integrate()
     assert len(taken) == 1
 

@@ -137,11 +137,12 @@ class World:
         self.step_count += 1
 
     def integrate(self) -> None:
-        """One step: integrate1 then integrate2 (a world of one robot that needs none of their
-        bookkeeping takes the same step with fewer calls: raisimcli.physics.step.lean)."""
+        """One step: integrate1 then integrate2 (robots that need none of their bookkeeping take
+        the same step with fewer calls: raisimcli.physics.step.lean)."""
         if self.lean and lean.applies(self):
             self.contacts, self._warm_start = lean.step(self, self._warm_start)
-            self.systems[0].last_contacts = self.contacts
+            for s in self.systems:
+                s.last_contacts = self.contacts
             self.step_count += 1
             return
         self.integrate1()

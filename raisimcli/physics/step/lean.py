@@ -1,18 +1,19 @@
-"""One whole step (spec Integration Steps 1-12) of a world whose only robot needs none of the
-general path's bookkeeping: World.integrate's common case, with the fewest calls from Python.
+"""One whole step (spec Integration Steps 1-12) of a world whose robots need none of the general
+path's bookkeeping: World.integrate's common case, with the fewest calls from Python.
 
 The general path (World.integrate1 then integrate2) goes through the kinematics adapter's
-caches, ArticulatedSystem.prepare_step and its Stage, and the world's islands. Here the same
-compiled loops and Pinocchio calls run in the same order on the same inputs, so every result
-has the same bits (tests/test_lean.py runs both paths side by side and compares the logs byte
-for byte); what is saved is the Python between them: per-system scratch is made once, and the
-Pinocchio inputs, M, h, the PD error, the actuators, the implicit diagonal, the explicit pass
-and the joint rows' states are one compiled call (_stage).
+caches, ArticulatedSystem.prepare_step and its Stage records. Here the same compiled loops and
+Pinocchio calls run in the same order on the same inputs, so every result has the same bits
+(tests/test_lean.py runs both paths side by side and compares the logs byte for byte); what is
+saved is the Python between them: per-system scratch is made once, and M and h in our
+conventions, the PD error, the actuators, the implicit diagonal, the explicit pass and the joint
+rows' states are one compiled call (_stage).
 
-It applies (`applies`) to a world of one robot without loop or mimic constraints, spherical
-joints or loads set for the step, integrated with a one-stage scheme (RUNGE_KUTTA_4 takes the
-general path), whose contacts, if any, are with the ground only (no static boxes, no
-self-collision). Everything else takes the general path, unchanged.
+It applies (`applies`) when no robot has a loop or mimic constraint, a spherical joint or a load
+set for the step, or integrates with RUNGE_KUTTA_4 (its four stages take the general path), and
+the static world is at most the ground (no static boxes, no self-collision). Each robot that
+touches no other robot is stepped on its own (_alone); robots in contact with each other form an
+island of the general path (step/world_step.py). Everything else takes the general path.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ import pinocchio as pin
 from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky
 from raisimcli.physics.contacts import EMPTY_CONTACTS
-from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference, \
-    _pin_inputs
+from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference
 from raisimcli.physics.step.actuators import ActuatorState, _actuators
 from raisimcli.physics.step.alone import can_go_alone, integrate2_alone
 from raisimcli.physics.step.fused import _explicit_pass
@@ -34,6 +34,7 @@ from raisimcli.physics.step.implicit import Factorized
 from raisimcli.physics.step.joint_rows import _states
 from raisimcli.physics.step.solver import WarmStart
 from raisimcli.physics.step.stage import Stage
+from raisimcli.physics.step.world_step import integrate2_systems, integrate2_world
 
 PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
 _SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> its _Scratch
@@ -105,14 +106,13 @@ def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q,
 
 def applies(world) -> bool:
     """Whether step() may take the world's next step (see the module's docstring)."""
-    systems = world.systems
-    if len(systems) != 1:
+    if not world.systems:
         return False
-    s = systems[0]
-    if s.constraints or s.pending_loads or s.conv.spherical or s.integrate1_pending:
-        return False
-    if s.scheme == "RUNGE_KUTTA_4" and s.effective_scheme() == "RUNGE_KUTTA_4":
-        return False
+    for s in world.systems:
+        if s.constraints or s.pending_loads or s.conv.spherical or s.integrate1_pending:
+            return False
+        if s.scheme == "RUNGE_KUTTA_4" and s.effective_scheme() == "RUNGE_KUTTA_4":
+            return False
     cw = world.contact_world
     return not cw.static and not any(r.self_collision for r in cw.robots)
 
@@ -143,25 +143,44 @@ class _Scratch:
 
 
 def step(world, warm_start):
-    """World.integrate() when applies(world): steps the world's robot and returns (the step's
-    ContactSet, the WarmStart of its impulses for the next step)."""
-    s = world.systems[0]
+    """World.integrate() when applies(world): steps the world's robots and returns (the step's
+    ContactSet, the WarmStart of their impulses for the next step). A robot that touches no
+    other robot is stepped by _alone; robots in contact with each other form an island of the
+    general path (step/world_step.py), which computes their M and h again."""
     dt = world.dt
-    ws = _SCRATCH.get(s)
-    if ws is None:
-        ws = _SCRATCH[s] = _Scratch(s)
-    conv, model, data, nv = s.conv, s.pinocchio.model, s.pinocchio_data, s.nv
-    q, u = s.q, s.u
-    # spec step 1's kinematics: M and h (ArticulatedSystem.get_mass_matrix, get_nonlinearities)
-    # and the contacts (World.integrate1)
+    pinocchio = {}  # id(system) -> what _dynamics gives
+    for s in world.systems:
+        pinocchio[id(s)] = _dynamics(s)
+    cw = world.contact_world
+    contacts = cw.detect() if cw.active else EMPTY_CONTACTS
+
+    def island(systems, dt, part, warm_start):
+        if len(systems) == 1:
+            return _alone(systems[0], dt, part, warm_start, *pinocchio[id(systems[0])])
+        return integrate2_systems(systems, dt, part, warm_start)
+    return contacts, integrate2_world(world.systems, dt, contacts, warm_start, island)
+
+
+def _dynamics(s) -> tuple:
+    """Spec step 1's kinematics of system s (ArticulatedSystem.get_mass_matrix and
+    get_nonlinearities): (the upper triangle of Pinocchio's M, Pinocchio's h, its velocity and
+    the rotation blocks of the velocity transform)."""
     q_pin, u_pin, R = s.pinocchio_inputs()
     upper = s.cached_pinocchio_mass_matrix()  # (the log's kinetic energy computes it)
     if upper is None:
-        upper = pin.crba(model, data, q_pin)
+        upper = pin.crba(s.pinocchio.model, s.pinocchio_data, q_pin)
     s.sync_gravity(s.gravity)
-    h_pin = pin.nonLinearEffects(model, data, q_pin, u_pin)
-    cw = world.contact_world
-    contacts = cw.detect() if cw.active else EMPTY_CONTACTS
+    h_pin = pin.nonLinearEffects(s.pinocchio.model, s.pinocchio_data, q_pin, u_pin)
+    return upper, h_pin, u_pin, R
+
+
+def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
+    """Steps 1-12 of system s, which touches nothing but the ground (`contacts`, its own), from
+    Pinocchio's M (`upper`) and h at the step's start: returns the WarmStart of its rows."""
+    ws = _SCRATCH.get(s)
+    if ws is None:
+        ws = _SCRATCH[s] = _Scratch(s)
+    conv, nv, q, u = s.conv, s.nv, s.q, s.u
     # steps 1-3 and u* (ArticulatedSystem._explicit_stage), and the joint rows' states
     flags, tr, st = ws.flags, s.transmission, ws.stage
     pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
@@ -188,8 +207,8 @@ def step(world, warm_start):
         st.tau_act, st.act_state = ws.none_acting
     st.q_err, st.kp, st.kd = q_err, kp, kd
     st.joint_rows = jr.rows_of_states(dt)
-    if can_go_alone(world.systems, (st,), contacts):
-        return contacts, WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
+    if can_go_alone((s,), (st,), contacts):
+        return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
     # no row: the solver's answer is u* (solve_impulses without rows)
     s.finish_step(dt, st, ws.u_star.copy(), {}, [], 0, False)
-    return contacts, WarmStart([], np.zeros(0))
+    return WarmStart([], np.zeros(0))

@@ -53,13 +53,15 @@ def islands(systems, contacts) -> list[tuple[list, list | None]]:
 
 
 def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
-                     warm_start: Mapping | None = None) -> WarmStart:
+                     warm_start: Mapping | None = None, island=None) -> WarmStart:
     """Steps 7-12 for a world: every island solved on its own (see islands), its contacts'
     results written into `contacts`. Returns the impulses by row key of all of them, for the
-    next step's warm start."""
+    next step's warm start. `island(systems, dt, contacts, warm_start)` solves one island
+    (integrate2_systems; step/lean.py gives its own)."""
+    island = island or integrate2_systems
     groups = islands(systems, contacts)
     if len(groups) == 1:
-        return integrate2_systems(groups[0][0], dt, contacts, warm_start)
+        return island(groups[0][0], dt, contacts, warm_start)
     parts = []  # every island's rows (their keys name their systems) and impulses
     for group, indices in groups:
         copied = False
@@ -69,7 +71,7 @@ def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
             part = contacts.span(indices[0], indices[-1] + 1)
         else:
             part, copied = contacts.take(indices), True
-        parts.append(integrate2_systems(group, dt, part, warm_start))
+        parts.append(island(group, dt, part, warm_start))
         if copied:
             contacts.put_results(indices, part)
     return WarmStart.of_parts(parts)
