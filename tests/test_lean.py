@@ -108,7 +108,7 @@ def _same_system(ra, rb):
                                   "drop_euler", "actuators_and_limits", "arm",
                                   "arm_torque_mode", "spring", "two_apart",
                                   "one_onto_another"])
-def test_the_whole_step_of_a_robot_alone_is_the_general_path(case, monkeypatch):
+def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken = []
     real = lean.step
