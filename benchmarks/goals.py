@@ -1,0 +1,200 @@
+"""Every speed goal of the compiled step at once: each measured against its reference in this run,
+with the goal beside it and whether it is met. The other scripts of this folder say more about
+each row; this one is the scoreboard.
+
+    python benchmarks/goals.py [--first-run]
+
+--first-run also times the first run of a fresh copy of the package (numba compiling every loop:
+about 15 s), which the table otherwise leaves out.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import mujoco
+
+from common import ROBOTS, per_call_us, pinocchio_floor_us
+from contacts_vs_mujoco import drop_seconds, ours, theirs
+from logging_cost import ALL, SCENARIO, per_step
+from raisimcli.physics import World
+from raisimcli.scenario import load_scenario
+from raisimcli.scenario.runner import build_world
+from scaling import quadruped, step_us
+from step import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+COMMAND = ["run", os.path.join(ROOT, "scenarios", "quadruped_stand.toml"), "--duration", "0.01",
+           "-q"]
+
+
+def standing() -> tuple:
+    w, _ = ours()
+    m, d = theirs()
+    return per_call_us(w.integrate, repeat=5, number=300), \
+        per_call_us(lambda: mujoco.mj_step(m, d), repeat=5, number=2000)
+
+
+def drop() -> tuple:
+    t, t_mj = drop_seconds()
+    return t * 1e3, t_mj * 1e3  # us a step (the first 1000 steps)
+
+
+def under_pd(name: str) -> tuple:
+    w, r = setup(name)
+    for _ in range(200):
+        w.integrate()
+    return per_call_us(w.integrate, repeat=5, number=1000), pinocchio_floor_us(r)
+
+
+def inverse_dynamics(name: str) -> tuple:
+    """(step with inverse dynamics, plain step), alternated, each one's best."""
+    w, r = setup(name)
+    for _ in range(200):
+        w.integrate()
+    t_id = t_plain = float("inf")
+    for _ in range(5):
+        r.set_compute_inverse_dynamics(True)
+        t_id = min(t_id, per_call_us(w.integrate, repeat=1, number=500))
+        r.set_compute_inverse_dynamics(False)
+        t_plain = min(t_plain, per_call_us(w.integrate, repeat=1, number=500))
+    return t_id, t_plain
+
+
+def getter(which: str) -> tuple:
+    import pinocchio as pin
+    import numpy as np
+    w = World()
+    s = w.add_articulated_system(f"{ROBOTS}/quadruped.urdf")
+    rng = np.random.default_rng(0)
+    q = s.get_generalized_coordinate()
+    q[s.conv.one_dof_q] = rng.uniform(-0.5, 0.5, len(s.conv.one_dof_q))
+    s.set_state(q, rng.normal(size=s.nv))
+    pm, pd = s.pinocchio.model, s.pinocchio.model.createData()
+    q_pin, u_pin, _ = s.pinocchio_inputs()
+    if which == "M":
+        def ours_():
+            s.invalidate()
+            s.get_mass_matrix()
+        return per_call_us(ours_), per_call_us(lambda: pin.crba(pm, pd, q_pin))
+
+    def ours_h():
+        s.invalidate()
+        s.get_nonlinearities()
+    return per_call_us(ours_h), per_call_us(lambda: pin.nonLinearEffects(pm, pd, q_pin, u_pin))
+
+
+def command_vs_library() -> tuple:
+    """(the CLI's cost a step of quadruped_pd.toml with every signal logged, the library step
+    of the same world: World.integrate after the schedules' setters)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "log.h5")
+        per_step(ALL, out)  # warm-up
+        t_cli = min(per_step(ALL, out)[0] for _ in range(3)) * 1e6
+    scn = load_scenario(SCENARIO, (), duration=2.0)
+    w, drivers = build_world(scn)
+    for d in drivers:
+        d.system.set_compute_inverse_dynamics(d.spec.inverse_dynamics)
+    for _ in range(200):
+        w.integrate()
+    return t_cli, per_call_us(w.integrate, repeat=5, number=1000)
+
+
+def many_robots() -> tuple:
+    """(8 standing quadrupeds' step / 8, one's step)."""
+    times = []
+    for n in (1, 8):
+        w = World()
+        w.add_ground()
+        for k in range(n):
+            quadruped(w, x=2.0 * k)
+        times.append(step_us(w, number=100) / n)
+    return times[1], times[0]
+
+
+def startup() -> tuple:
+    def best(cmd):
+        out = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            out = min(out, time.perf_counter() - t0)
+        return out
+    return best([sys.executable, "-m", "raisimcli", "--help"]), \
+        best([sys.executable, "-c", "pass"])
+
+
+# the copy's package, not the checkout's (which `python -m raisimcli` from here would import)
+FIRST_RUN = """
+import os, sys
+import raisimcli
+here = os.path.dirname(os.path.abspath(raisimcli.__file__))
+assert here == os.path.join(sys.argv[1], "raisimcli"), here
+from raisimcli.cli.entry import main
+sys.argv = ["raisimcli"] + sys.argv[2:]
+main()
+"""
+
+
+def first_run() -> tuple:
+    """(the first run of a fresh copy of the package, the second), seconds."""
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copytree(os.path.join(ROOT, "raisimcli"), os.path.join(d, "raisimcli"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        env = {**os.environ, "PYTHONPATH": d}
+        out = os.path.join(d, "log.h5")
+        times = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", FIRST_RUN, d, *COMMAND, "-o", out], check=True,
+                           cwd=d, env=env, capture_output=True)
+            times.append(time.perf_counter() - t0)
+    return times[0], times[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--first-run", action="store_true",
+                    help="also time a fresh copy's first run (numba compiling: about 15 s)")
+    args = ap.parse_args()
+    rows = []  # (goal, ours, reference, unit, ratio, kind, limit)
+
+    def ratio(goal, ours_, ref, unit, limit, kind="x"):
+        value = ours_ / ref if kind == "x" else 100 * (ours_ / ref - 1)
+        rows.append((goal, ours_, ref, unit, value, kind, limit))
+
+    ratio("standing quadruped vs MuJoCo mj_step", *standing(), "us", 2.0)
+    ratio("drop from 0.5 m vs mj_step (reported)", *drop(), "us", None)
+    ratio("arm7 under PD vs the Pinocchio floor", *under_pd("arm7"), "us", 3.0)
+    ratio("quadruped under PD vs the Pinocchio floor", *under_pd("quadruped"), "us", 3.0)
+    ratio("inverse dynamics on, quadruped: extra", *inverse_dynamics("quadruped"), "us", 15.0,
+          "%")
+    ratio("get_mass_matrix vs crba", *getter("M"), "us", 1.5)
+    ratio("get_nonlinearities vs nonLinearEffects", *getter("h"), "us", 1.5)
+    ratio("raisimcli run, every signal, vs library step", *command_vs_library(), "us", 1.1)
+    ratio("8 robots in a world, a robot's share vs one", *many_robots(), "us", 1.1)
+    ratio("raisimcli --help vs the bare interpreter", *startup(), "s", None)
+    if args.first_run:
+        ratio("first run in a fresh copy vs cached", *first_run(), "s", None)
+    print(f"{'goal':<46} {'ours':>9} {'reference':>10} {'':<3} {'ratio':>8} {'goal':>7}  met")
+    for goal, o, ref, unit, value, kind, limit in rows:
+        shown = f"{value:7.2f}x" if kind == "x" else f"{value:+7.0f}%"
+        target = "" if limit is None else (f"{limit:.1f}x" if kind == "x" else f"+{limit:.0f}%")
+        met = "" if limit is None else ("yes" if value <= limit else "no")
+        print(f"{goal:<46} {o:9.2f} {ref:10.2f} {unit:<3} {shown:>8} {target:>7}  {met}")
+    startup_s = next(r[1] for r in rows if r[0].startswith("raisimcli --help"))
+    print(f"\nraisimcli --help: {startup_s:.2f} s (goal 0.3 s: "
+          f"{'met' if startup_s <= 0.3 else 'not met'})")
+    if args.first_run:
+        first = next(r[1] for r in rows if r[0].startswith("first run"))
+        print(f"first run in a fresh copy: {first:.1f} s (goal 5 s: "
+              f"{'met' if first <= 5.0 else 'not met'})")
+
+
+if __name__ == "__main__":
+    main()
