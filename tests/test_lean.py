@@ -1,6 +1,6 @@
-"""World.integrate's whole step of a world of one robot (raisimcli/physics/step/lean.py) against
-the general path (World.integrate1 then integrate2, with the robot-alone shortcut of
-step/alone.py turned off too): the same bits, step by step, for every result a user reads."""
+"""World.integrate's lean whole step (raisimcli/physics/step/lean.py: robots apart, each stepped on
+its own) against the general path (World.integrate1 then integrate2, with the robot-alone shortcut
+of step/alone.py turned off too): the same bits, step by step, for every result a user reads."""
 
 import os
 
