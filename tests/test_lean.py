@@ -58,6 +58,12 @@ def _setup(case, w):
         r.set_generalized_force(np.linspace(-2.0, 2.0, r.nv))
     elif case == "spring":  # a spring, damping, no row at all
         r = w.add_articulated_system(robot("spring_joint.urdf"))
+    elif case == "box_tilted":  # a box's faces: coal's contacts and patches, not spheres
+        w.add_ground()
+        r = w.add_articulated_system(robot("box.urdf"))
+        q = r.get_generalized_coordinate()
+        q[2], q[3:7] = 0.2, [0.9, 0.3, 0.2, 0.1]  # (normalised by the setter)
+        r.set_state(q, np.zeros(r.nv))
     elif case == "two_apart":  # islands of one robot each
         r = _quadruped(w, name="first")
         other = _quadruped(w, name="second")
@@ -106,7 +112,7 @@ def _same_system(ra, rb):
 
 @pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid",
                                   "drop_euler", "actuators_and_limits", "arm",
-                                  "arm_torque_mode", "spring", "two_apart",
+                                  "arm_torque_mode", "spring", "box_tilted", "two_apart",
                                   "one_onto_another"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
@@ -119,10 +125,11 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
         w.lean = use
         worlds.append((w, _setup(case, w)))
     (wa, _), (wb, _) = worlds
-    robots_touched = False
+    robots_touched, most_contacts = False, 0
     for k in range(400):
         wa.integrate()
         robots_touched |= any(c.system_b is not None for c in wa.get_contacts())
+        most_contacts = max(most_contacts, len(wa.contacts))
         with monkeypatch.context() as m:
             m.setattr(world_step, "can_go_alone", lambda *a: False)
             wb.integrate()
@@ -133,6 +140,8 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
     assert len(taken) == 400
     if case.startswith("drop"):
         assert len(wa.contacts) == 4  # standing after the impacts
+    if case == "box_tilted":  # landed on an edge or a face: coal's patches of several corners
+        assert most_contacts >= 2
     if case == "one_onto_another":  # the robots touched: the general path solved them together
         assert robots_touched
 
@@ -177,7 +186,7 @@ def test_a_mass_matrix_that_is_not_positive_definite_raises_the_same_error(tmp_p
 
 
 @pytest.mark.parametrize("name", ["quadruped_pd", "quadruped_drop", "arm7_pd", "spring_joint",
-                                  "pendulum"])
+                                  "pendulum", "block_slide"])
 def test_a_scenario_logs_the_same_bits_on_either_path(tmp_path, monkeypatch, name):
     scenario = os.path.join(SCENARIOS, f"{name}.toml")
     taken = []
