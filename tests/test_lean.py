@@ -12,6 +12,7 @@ from conftest import SCENARIOS, robot
 from raisimcli.cli.main import cli
 from raisimcli.errors import RaisimcliError
 from raisimcli.physics import World
+from raisimcli.physics.contacts import ContactWorld
 from raisimcli.physics.step import lean
 
 LEGS = [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
@@ -64,12 +65,13 @@ def _setup(case, w):
         q = r.get_generalized_coordinate()
         q[2], q[3:7] = 0.2, [0.9, 0.3, 0.2, 0.1]  # (normalised by the setter)
         r.set_state(q, np.zeros(r.nv))
-    elif case == "two_apart":  # islands of one robot each
+    elif case == "three_apart":  # one robot each, detected apart; the third in the air
         r = _quadruped(w, name="first")
-        other = _quadruped(w, name="second")
-        q = other.get_generalized_coordinate()
-        q[0] = 2.0
-        other.set_state(q, np.zeros(other.nv))
+        for name, x, z in (("second", 2.0, 0.6), ("third", 4.0, 5.0)):
+            other = _quadruped(w, name=name)
+            q = other.get_generalized_coordinate()
+            q[0], q[2] = x, z
+            other.set_state(q, np.zeros(other.nv))
     elif case == "one_onto_another":  # apart, then one island of two (the general path's)
         r = _quadruped(w, 0.45, name="below")
         other = _quadruped(w, 0.95, name="above")
@@ -87,10 +89,13 @@ def _same(a, b):
         _same_system(ra, rb)
     assert len(wa.contacts) == len(wb.contacts)
     if len(wa.contacts):
-        for name in ("points", "distance", "impulse", "impulse_contact", "velocity_contact",
-                     "target"):
+        for name in ("points", "frames", "distance", "params", "bodies_a", "impulse",
+                     "impulse_contact", "velocity_contact", "target"):
             assert getattr(wa.contacts, name).tobytes() == getattr(wb.contacts, name).tobytes()
         assert wa.contacts.keys == wb.contacts.keys
+        named = lambda c: ([(a.name, ba, la, b and b.name, bb, nb)  # noqa: E731
+                            for a, ba, la, b, bb, nb in c.meta], c.alone and c.alone.name)
+        assert named(wa.contacts) == named(wb.contacts)
 
 
 def _same_system(ra, rb):
@@ -112,13 +117,17 @@ def _same_system(ra, rb):
 
 @pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid",
                                   "drop_euler", "actuators_and_limits", "arm",
-                                  "arm_torque_mode", "spring", "box_tilted", "two_apart",
+                                  "arm_torque_mode", "spring", "box_tilted", "three_apart",
                                   "one_onto_another"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
-    taken = []
+    taken, apart = [], []
     real = lean.step
     monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
+    real_apart = ContactWorld.detect_apart
+    monkeypatch.setattr(ContactWorld, "detect_apart",
+                        lambda self: (lambda out: apart.append(out is not None) or out)(
+                            real_apart(self)))
     worlds = []
     for use in (True, False):
         w = World(0.001)
@@ -143,7 +152,9 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
     if case == "box_tilted":  # landed on an edge or a face: coal's patches of several corners
         assert most_contacts >= 2
     if case == "one_onto_another":  # the robots touched: the general path solved them together
-        assert robots_touched
+        assert robots_touched and not any(apart)  # (always near: the general detection)
+    if case == "three_apart":  # each robot on its own every step
+        assert len(apart) == 400 and all(apart) and len(wa.contacts) == 8
 
 
 def test_the_whole_step_is_not_taken_where_it_does_not_apply(monkeypatch):

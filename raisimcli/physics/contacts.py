@@ -206,6 +206,23 @@ class ContactSet(Sequence):
             else bodies_a
 
     @classmethod
+    def joined(cls, parts: list) -> "ContactSet":
+        """The contacts of `parts` (sets, results included) one after the other in one set: what
+        detection's one set of them all would be after the step."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return EMPTY_CONTACTS
+        if len(parts) == 1:
+            return parts[0]
+        joined = cls([m for p in parts for m in p.meta], [k for p in parts for k in p.keys],
+                     *(np.concatenate([getattr(p, name) for p in parts])
+                       for name in ("points", "frames", "distance", "params")),
+                     bodies_a=np.concatenate([p.bodies_a for p in parts]), results=False)
+        for name in ("impulse", "impulse_contact", "velocity_contact", "target"):
+            setattr(joined, name, np.concatenate([getattr(p, name) for p in parts]))
+        return joined
+
+    @classmethod
     def empty(cls) -> "ContactSet":
         return cls([], [], np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros(0), np.zeros((0, 5)))
 
@@ -376,7 +393,7 @@ class ContactWorld:
         self._result = coal.CollisionResult()  # one result, cleared before each query
         self._broad = None  # see _broad_phase_entries
         self._pairs_version = 0  # set_material_pair's changes, for _ground_params
-        self._last_spheres = None  # (robot, its shapes, meta, keys) of _spheres_on_ground
+        self._last_spheres = {}  # id(RobotShapes) -> (it, its shapes, meta, keys): _spheres_on_ground
 
     # --- set-up ---------------------------------------------------------------------------------
     def set_ground(self, height: float = 0.0, material: str = "default") -> None:
@@ -541,16 +558,44 @@ class ContactWorld:
         if not n:
             return EMPTY_CONTACTS
         shapes = rs.entry_shape[:n].tobytes()
-        last = self._last_spheres
+        last = self._last_spheres.get(id(rs))
         if last is None or last[0] is not rs or last[1] != shapes:
+            if len(self._last_spheres) > len(self.robots):  # (robots removed since)
+                self._last_spheres.clear()
             ks = rs.entry_shape[:n].tolist()
-            last = self._last_spheres = (rs, shapes, [rs.ground_meta[k] for k in ks],
-                                         [rs.ground_key[k] for k in ks])
+            last = self._last_spheres[id(rs)] = (rs, shapes, [rs.ground_meta[k] for k in ks],
+                                                 [rs.ground_key[k] for k in ks])
         frames = np.empty((n, 3, 3))
         frames[:] = _UP_FRAME
         return ContactSet(last[2], last[3], rs.entry_point[:n].copy(), frames,
                           rs.entry_distance[:n].copy(), rs.entry_params[:n].copy(), rs.system,
                           bodies_a=rs.entry_bodies[:n].copy())
+
+    def detect_apart(self) -> list | None:
+        """detect() for several robots on the ground that touch nothing but it, as one contact
+        set per robot (in the order of `robots`; joined, ContactSet.joined, they are detect()'s
+        set): when there is no static box and no self-collision, every shape near the ground is
+        a sphere, and no two robots' shapes are within the margin (the broad phase finds no
+        pair). None otherwise (then call detect())."""
+        if self.ground_height is None or self.static or len(self.robots) < 2 or \
+                any(rs.self_collision for rs in self.robots):
+            return None
+        self._request.security_margin = self.margin
+        h, margin = self.ground_height, self.margin
+        counts = []
+        for rs in self.robots:
+            n, others = rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
+                                              self._ground_params(rs))
+            if others:
+                return None
+            counts.append(n)
+        owners, group, self_pairs = self._broad_phase_entries()
+        centers = np.concatenate([rs.poses[:, :3, 3] for rs in self.robots] +
+                                 [self._static_centers])
+        radii = np.concatenate([rs.radii for rs in self.robots] + [self._static_radii])
+        if len(sweep_and_prune(centers, radii, self.margin, group, self_pairs)):
+            return None
+        return [self._spheres_on_ground(rs, n) for rs, n in zip(self.robots, counts)]
 
     def _ground_params(self, rs: RobotShapes) -> np.ndarray:
         """(len(rs.materials), 5): the contact params (friction, restitution, threshold, erp,

@@ -25,7 +25,7 @@ import pinocchio as pin
 
 from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky
-from raisimcli.physics.contacts import EMPTY_CONTACTS
+from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference
 from raisimcli.physics.step.actuators import ActuatorState, _actuators
 from raisimcli.physics.step.alone import can_go_alone, integrate2_alone
@@ -152,6 +152,12 @@ def step(world, warm_start):
     for s in world.systems:
         pinocchio[id(s)] = _dynamics(s)
     cw = world.contact_world
+    apart = cw.detect_apart() if cw.active else None
+    if apart is not None:  # robots on the ground, none near another: each one on its own
+        part_of = {id(rs.system): part for rs, part in zip(cw.robots, apart)}
+        parts = [_alone(s, dt, part_of[id(s)], warm_start, *pinocchio[id(s)])
+                 for s in world.systems]
+        return ContactSet.joined(apart), WarmStart.of_parts(parts)
     contacts = cw.detect() if cw.active else EMPTY_CONTACTS
 
     def island(systems, dt, part, warm_start):
