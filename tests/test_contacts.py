@@ -684,9 +684,12 @@ def test_sweep_and_prune_finds_the_overlapping_pairs_of_other_groups():
     # with self-collision) and static shapes
     from raisimcli.physics.collision import sweep_and_prune
     rng = np.random.default_rng(8)
-    for _ in range(200):
-        n = int(rng.integers(0, 40))
-        centers, radii = rng.uniform(-1, 1, (n, 3)), rng.uniform(0.01, 0.3, n)
+    for trial in range(200):
+        n = int(rng.integers(0, 40)) if trial % 10 else int(rng.integers(30, 120))
+        # (every tenth: up to 120 shapes crowded together, more pairs than the first sweep's
+        # room of 8 a shape, so the sweep runs again with room for all)
+        spread = 1.0 if trial % 10 else 0.2
+        centers, radii = rng.uniform(-spread, spread, (n, 3)), rng.uniform(0.01, 0.3, n)
         group = rng.integers(-1, 3, n)
         self_pairs = np.array([False, True, False, False])  # robot 1 self-collides
         margin = 0.005

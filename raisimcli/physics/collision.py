@@ -331,15 +331,21 @@ def sweep_and_prune(centers: np.ndarray, radii: np.ndarray, margin: float,
     lo = centers - (radii + margin)[:, None]
     hi = centers + (radii + margin)[:, None]
     order = np.argsort(lo[:, 0], kind="stable")
-    out = np.empty((n * (n - 1) // 2, 2), dtype=np.int64)
-    m = _sweep(lo, hi, order, group, self_pairs, np.empty(n, dtype=np.int64), out)
+    # room for a few pairs a shape (not n^2 / 2: 50 robots' 650 shapes would be 3.4 MB a step);
+    # a sweep that finds more is made again with room for all
+    room = min(n * (n - 1) // 2, 8 * n + 64)
+    out, active = np.empty((room, 2), dtype=np.int64), np.empty(n, dtype=np.int64)
+    m = _sweep(lo, hi, order, group, self_pairs, active, out)
+    if m > room:
+        out = np.empty((m, 2), dtype=np.int64)
+        _sweep(lo, hi, order, group, self_pairs, active, out)
     return out[:m]
 
 
 @kernel
 def _sweep(lo, hi, order, group, self_pairs, active, out):
     """sweep_and_prune's loop over the boxes [lo, hi] in the order `order`; `active`: scratch.
-    Returns the number of pairs written to out."""
+    Returns the number of pairs found; the first out.shape[0] of them are written to out."""
     n_active = 0
     count = 0
     for t in range(order.shape[0]):
@@ -359,7 +365,8 @@ def _sweep(lo, hi, order, group, self_pairs, active, out):
                 g = group[i]
                 if g == group[j] and (g < 0 or not self_pairs[g]):
                     continue
-                out[count, 0], out[count, 1] = min(i, j), max(i, j)
+                if count < out.shape[0]:
+                    out[count, 0], out[count, 1] = min(i, j), max(i, j)
                 count += 1
         active[n_active] = i
         n_active += 1
