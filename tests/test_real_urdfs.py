@@ -189,3 +189,34 @@ def test_inspect_lists_the_warnings_with_their_lines_and_strict_refuses():
     assert r.exit_code == 2
     assert f"{path}:179: <inertia>:" in r.output and "--strict" in r.output
     assert "Traceback" not in r.output
+
+
+def test_a_mesh_hull_with_a_vertex_on_too_many_edges_is_built_on_a_grid(tmp_path):
+    # coal's Convex refuses a vertex with 255 neighbours or more; centauro's pelvis hull has one
+    # on 566 edges: `inspect` crashed with coal's RuntimeError. The hull is built again from its
+    # vertices snapped to a fine grid, close to the original
+    import trimesh
+    from raisimcli.physics.collision import COAL_MAX_NEIGHBOURS, _fewer_neighbours, make_geometry
+    path = os.path.join(ERD, "centauro_description", "urdf", "centauro.urdf")
+    if os.path.exists(path):
+        r = CliRunner().invoke(cli, ["inspect", path])
+        assert r.exit_code == 0, r.output
+    # a cone over a rim of 400 points: its apex is on 400 edges
+    a = np.linspace(0.0, 2 * np.pi, 400, endpoint=False)
+    points = np.vstack([np.c_[np.cos(a), np.sin(a), np.zeros(400)], [[0.0, 0.0, 1.0]]])
+    hull = trimesh.Trimesh(points).convex_hull
+    assert np.bincount(hull.edges_unique.ravel()).max() == 400
+    fewer = _fewer_neighbours(hull, trimesh, "cone")
+    assert np.bincount(fewer.edges_unique.ravel()).max() <= COAL_MAX_NEIGHBOURS
+    # every vertex of either hull lies within the other's face planes moved out by the grid's
+    # half-diagonal (the rim's 400 points stay 400 apart on the finer grids: the coarsest one,
+    # 1/100 of the extent, is needed here)
+    reach = np.sqrt(3) * np.max(hull.extents) / 100 / 2 + 1e-12
+    for x, y in ((hull, fewer), (fewer, hull)):
+        beyond = np.einsum("pfk,fk->pf", x.vertices[:, None, :] - y.triangles[None, :, 0, :],
+                           y.face_normals)
+        assert beyond.max() <= reach
+    stl = tmp_path / "cone.stl"
+    hull.export(stl)
+    geometry, radius = make_geometry("mesh", None, str(stl), (1.0, 1.0, 1.0))
+    assert geometry.num_points == len(fewer.vertices) and abs(radius - 1.0) <= reach
