@@ -21,6 +21,7 @@ from raisimcli.cli.main import cli
 from raisimcli.errors import ModelError
 from raisimcli.model import load_urdf
 from raisimcli.physics import ArticulatedSystem
+from raisimcli.physics.collision import check_geometry
 
 ERD = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
                    "site-packages", "cmeel.prefix", "share", "example-robot-data", "robots")
@@ -132,6 +133,10 @@ def test_real_urdf_loads_and_matches_pinocchio(path, rel):
     model = load_urdf(path)
     for w in model.warnings:
         assert w.code and w.message and w.file == path
+    try:  # the collision shapes a run with contacts builds (coal's, meshes' hulls)
+        check_geometry(model)
+    except ModelError as e:  # (a mesh it cannot read): one error naming the file
+        assert f"{path}:" in str(e)
     try:
         pm = pin.buildModelFromUrdf(path)
     except Exception:  # noqa: BLE001 - Pinocchio refuses it (spherical joints, ...): ours only
