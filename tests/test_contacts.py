@@ -1038,3 +1038,29 @@ def test_a_pendulum_of_one_dof_comes_to_rest_on_the_ground():
     assert len(w.contacts) == 1
     assert r.q[0] == pytest.approx(math.asin((z_pivot - radius) / L), abs=2e-4)
     assert abs(r.u[0]) < 1e-6
+
+
+def test_a_robot_without_joints_or_moving_shapes_steps_beside_the_ground():
+    # a single link (a URDF of a static object: nv = 0, its shape welded where it is, nothing
+    # moving to collide) in a world with a ground, alone and beside a robot: it filled its
+    # (0, 4, 4) poses from an empty list and raised numpy's ValueError (pybullet_data's
+    # xarm/link5.urdf and 14 others)
+    from raisimcli.model import load_urdf_string
+    urdf = """<robot name="post"><link name="world"/>
+      <joint name="weld" type="fixed"><parent link="world"/><child link="base"/></joint>
+      <link name="base"><inertial><mass value="1"/>
+      <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
+      <collision><geometry><box size="0.1 0.1 0.5"/></geometry></collision></link></robot>"""
+    for other in (False, True):
+        w = World(0.001)
+        w.add_ground(-0.5)
+        post = w.add_articulated_system(load_urdf_string(urdf, path="post.urdf"))
+        if other:
+            r = w.add_articulated_system(robot("quadruped.urdf"))
+            q = r.get_generalized_coordinate()
+            q[0] = 2.0
+            r.set_state(q, np.zeros(r.nv))
+        assert post.nv == 0
+        for _ in range(20):
+            w.integrate()
+        assert post.q.size == 0 and set(post.torque) >= {"total"}

@@ -192,7 +192,8 @@ class RobotShapes:
         """The shapes' world poses and lowest heights at the system's current state."""
         views = self.system.body_placements()
         if views is None:
-            self.poses[:] = shape_poses(self.system, self.shapes)
+            if self.shapes:  # (a robot without moving shapes has no pose to fill in)
+                self.poses[:] = shape_poses(self.system, self.shapes)
         else:
             _world_poses(views[0], views[1], self.bodies, self.placements, self.poses)
         _lowest(self.poses, self.kind, self.extent, self.lowest)
