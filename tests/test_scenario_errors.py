@@ -186,3 +186,36 @@ urdf = "{ROBOTS}/arm7.urdf"
     assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
     assert "of robot 'a' and link" in r.output and "of robot 'b' overlap" in r.output
     assert "place them apart" in r.output
+
+
+def test_a_floating_object_without_mass_is_told_to_take_a_fixed_base(tmp_path):
+    # PyBullet's URDFs write mass 0 for a body that never moves (its plane.urdf, its random
+    # objects): loaded with a floating base it moves no mass; the one error says what to do
+    urdf = tmp_path / "plane.urdf"
+    urdf.write_text("""<robot name="plane"><link name="base"><inertial><mass value="0"/>
+      <inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial>
+      <collision><geometry><box size="10 10 0.1"/></geometry></collision></link></robot>""")
+    p = tmp_path / "s.toml"
+    p.write_text(f"""schema_version = 1
+[world]
+dt = 0.001
+steps = 5
+[[robot]]
+name = "plane"
+urdf = "{urdf}"
+""")
+    r = run("run", str(p), "-q", "-o", str(tmp_path / "out.h5"))
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "DoF 'root.vx'" in r.output and 'base = "fixed"' in r.output
+    # with a fixed base it is a robot without DoFs: its log has rows of no column (HDF5 refused
+    # the datasets' chunks, then the chunks' compression failed: tracebacks), over a full chunk
+    # of rows (the helper process's compression) and a partial one
+    p.write_text(p.read_text().replace("steps = 5", "steps = 1500") + 'base = "fixed"\n')
+    out = tmp_path / "out.h5"
+    r = run("run", str(p), "-q", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    import h5py
+    with h5py.File(out) as f:
+        assert f["robots/plane/q"].shape == (1500, 0) and f.attrs["status"] == "complete"
+        assert f["robots/plane/energy/kinetic"][-1] == 0.0
+    assert run("compare", str(out), str(out)).exit_code == 0

@@ -50,7 +50,8 @@ def deflate(data, itemsize: int, level: int) -> bytes:
     filter (zlib at `level`) store for one chunk `data` (a bytes-like object): byte j of element
     i goes to j * n + i (n elements), then zlib's compress2, as HDF5's H5Z_filter_shuffle and
     H5Z_filter_deflate do."""
-    data = memoryview(data).cast("B")
+    data = memoryview(data)
+    data = data.cast("B") if data.nbytes else b""  # (a view with a 0 in its shape cannot cast)
     size = len(data)
     if itemsize > 1 and size // itemsize > 1:
         n = size // itemsize
@@ -161,7 +162,7 @@ class DeflateHelper:
         base = slot * (self.slot_in + self.slot_out)
         offset, segments = base, []
         for a in chunks:
-            raw = memoryview(a).cast("B")
+            raw = memoryview(a).cast("B") if a.nbytes else b""  # (see deflate)
             self._view[offset:offset + len(raw)] = raw
             segments.append((offset, len(raw), a.itemsize if shuffle else 1))
             offset += len(raw)

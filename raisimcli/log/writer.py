@@ -425,7 +425,9 @@ class LogWriter:
         self._datasets: list[h5py.Dataset] = []
         for c in self.channels:
             shape = (0,) + c.shape
-            maxshape = (None,) + c.shape
+            # (an axis of length 0, a robot without DoFs: HDF5 chunks it by 1, which a maximum
+            # of 0 would refuse)
+            maxshape = (None,) + tuple(n if n else None for n in c.shape)
             chunks = (self.chunk_rows,) + tuple(max(n, 1) for n in c.shape)
             ds = self.f.create_dataset(c.path, shape=shape, maxshape=maxshape, dtype=c.dtype,
                                        chunks=chunks, track_times=False, **kw)
@@ -620,6 +622,8 @@ class LogWriter:
         self.time_ds[r0:] = rows.time  # t = k dt
         for i, (ds, values) in enumerate(zip(self._datasets, rows.arrays)):
             ds.resize((r0 + n,) + ds.shape[1:])
+            if values.size == 0:  # (a robot without DoFs: rows of no column, nothing to write)
+                continue
             if rows.compressed is not None:
                 ds.id.write_direct_chunk((r0,) + (0,) * (ds.ndim - 1), rows.compressed[i])
             else:

@@ -12,6 +12,11 @@ def implicit_diagonal(dt: float, b_joint, b_out, kd, kp, k_s) -> np.ndarray:
     return 0.5 * dt * (b_joint + b_out + kd) + 0.25 * dt * dt * (kp + k_s)
 
 
+# the names of a floating joint's linear DoFs end so (RobotModel.dof_names; a spherical joint has
+# only the angular ".wx", ".wy", ".wz")
+_FLOATING = (".vx", ".vy", ".vz")
+
+
 class Factorized:
     """One Cholesky factorisation of M~ (nv, nv), reused for every solve of the step (our
     fixed-order loops, not LAPACK: see raisimcli.linalg)."""
@@ -23,9 +28,15 @@ class Factorized:
         if self._c.info != 0:
             k = self._c.info - 1
             dof = f"DoF {dof_names[k]!r}" if dof_names is not None else f"DoF {k}"
+            fix = "give it damping, PD gains, a spring or rotor_inertia"
+            if dof_names is not None and dof_names[k].endswith(_FLOATING):
+                # (PyBullet's URDFs write mass 0 for a body that never moves)
+                fix = ("a floating base that moves no mass: a static object wants a fixed base, "
+                       "base = \"fixed\" in the scenario's [[robot]] or base=\"fixed\" when "
+                       "loading; or give its links an <inertial> with mass")
             raise RaisimcliError(f"the mass matrix with the implicit terms is not positive "
-                                 f"definite at {dof}: it moves no mass (give it damping, PD "
-                                 "gains, a spring or rotor_inertia) or the state is not finite")
+                                 f"definite at {dof}: it moves no mass ({fix}) or the state is "
+                                 "not finite")
 
     @property
     def lower(self) -> np.ndarray:
