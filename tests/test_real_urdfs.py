@@ -211,7 +211,7 @@ def test_a_mesh_hull_with_a_vertex_on_too_many_edges_is_built_on_a_grid(tmp_path
     points = np.vstack([np.c_[np.cos(a), np.sin(a), np.zeros(400)], [[0.0, 0.0, 1.0]]])
     hull = trimesh.Trimesh(points).convex_hull
     assert np.bincount(hull.edges_unique.ravel()).max() == 400
-    fewer = _fewer_neighbours(hull, trimesh, "cone")
+    fewer = _fewer_neighbours(hull, "cone")
     assert np.bincount(fewer.edges_unique.ravel()).max() <= COAL_MAX_NEIGHBOURS
     # every vertex of either hull lies within the other's face planes moved out by the grid's
     # half-diagonal (the rim's 400 points stay 400 apart on the finer grids: the coarsest one,

@@ -65,7 +65,7 @@ def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0
         except Exception as e:  # noqa: BLE001  (qhull's errors)
             raise ModelError(f"the convex hull of the mesh {mesh} cannot be built (the points "
                              f"lie on one line or one point: {str(e).splitlines()[0]})") from None
-        hull = _fewer_neighbours(hull, trimesh, mesh)
+        hull = _fewer_neighbours(hull, mesh)
         verts = coal.StdVec_Vec3s()
         for v in hull.vertices:
             verts.append(np.array(v, dtype=float))
@@ -80,12 +80,13 @@ def make_geometry(kind: str, size, mesh: str | None = None, scale=(1.0, 1.0, 1.0
 COAL_MAX_NEIGHBOURS = 254
 
 
-def _fewer_neighbours(hull, trimesh, mesh):
+def _fewer_neighbours(hull, mesh: str):
     """The convex hull `hull` (a trimesh), or, when a vertex of it has more neighbours than coal
     takes (a fine fan: a cone's apex over a round rim; centauro's pelvis has a vertex on 566
     edges), the hull of its vertices snapped to a grid of 1/1000 of its largest extent, then
     1/300 and 1/100, the first that coal takes: the surface moves by less than the grid's
     half-diagonal (0.09 % of the extent on the first grid)."""
+    import trimesh
     extent = float(np.max(hull.extents))
     for cells in (None, 1000, 300, 100):
         if cells is not None:
