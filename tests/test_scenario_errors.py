@@ -166,21 +166,17 @@ def test_independent_errors_are_reported_at_once_with_suggestions(scenario_dir):
     assert any("world.dt" in x for x in lines)
 
 
+def _robots_scenario(*robots, steps: int = 5) -> str:
+    """A scenario of 1 ms steps with these (name, URDF path) robots and nothing else."""
+    text = f"schema_version = 1\n[world]\ndt = 0.001\nsteps = {steps}\n"
+    return text + "".join(f'[[robot]]\nname = "{n}"\nurdf = "{u}"\n' for n, u in robots)
+
+
 def test_two_robots_at_the_same_place_stop_with_one_error(tmp_path):
     # two fixed-base arms of one URDF: their shapes coincide, and coal gives their contacts no
     # direction (it divided by zero before: a traceback)
     p = tmp_path / "two.toml"
-    p.write_text(f"""schema_version = 1
-[world]
-dt = 0.001
-steps = 5
-[[robot]]
-name = "a"
-urdf = "{ROBOTS}/arm7.urdf"
-[[robot]]
-name = "b"
-urdf = "{ROBOTS}/arm7.urdf"
-""")
+    p.write_text(_robots_scenario(("a", f"{ROBOTS}/arm7.urdf"), ("b", f"{ROBOTS}/arm7.urdf")))
     r = run("run", str(p), "-q", "-o", str(tmp_path / "out.h5"))
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
@@ -196,21 +192,14 @@ def test_a_floating_object_without_mass_is_told_to_take_a_fixed_base(tmp_path):
       <inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial>
       <collision><geometry><box size="10 10 0.1"/></geometry></collision></link></robot>""")
     p = tmp_path / "s.toml"
-    p.write_text(f"""schema_version = 1
-[world]
-dt = 0.001
-steps = 5
-[[robot]]
-name = "plane"
-urdf = "{urdf}"
-""")
+    p.write_text(_robots_scenario(("plane", urdf)))
     r = run("run", str(p), "-q", "-o", str(tmp_path / "out.h5"))
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     assert "DoF 'root.vx'" in r.output and 'base = "fixed"' in r.output
     # with a fixed base it is a robot without DoFs: its log has rows of no column (HDF5 refused
     # the datasets' chunks, then the chunks' compression failed: tracebacks), over a full chunk
     # of rows (the helper process's compression) and a partial one
-    p.write_text(p.read_text().replace("steps = 5", "steps = 1500") + 'base = "fixed"\n')
+    p.write_text(_robots_scenario(("plane", urdf), steps=1500) + 'base = "fixed"\n')
     out = tmp_path / "out.h5"
     r = run("run", str(p), "-q", "-o", str(out))
     assert r.exit_code == 0, r.output
