@@ -707,6 +707,132 @@ def test_sweep_and_prune_finds_the_overlapping_pairs_of_other_groups():
         assert set(map(tuple, sweep_and_prune(centers, radii, margin).tolist())) == every
 
 
+def test_robots_whose_boxes_are_apart_have_no_pair_of_shapes():
+    # ContactWorld.detect_apart skips the broad phase of the shapes when the robots' boxes
+    # (each the box of its shapes' broad-phase boxes, _robot_bounds) are apart: each box must be
+    # the bitwise min / max of sweep_and_prune's boxes, boxes_apart the direct test of every
+    # pair of boxes (closed intervals), and boxes apart must mean no pair of shapes
+    from raisimcli.physics.collision import _robot_bounds, boxes_apart, sweep_and_prune
+    rng = np.random.default_rng(11)
+    margin, met, apart = 0.005, 0, 0
+    for trial in range(300):
+        k = int(rng.integers(1, 6))
+        sizes = rng.integers(0, 8, k)
+        where = rng.uniform(-1.5, 1.5, (k, 3))
+        centers = np.concatenate([where[r] + rng.uniform(-0.3, 0.3, (n, 3))
+                                  for r, n in enumerate(sizes)])
+        radii = rng.uniform(0.01, 0.2, len(centers))
+        group = np.repeat(np.arange(k), sizes)
+        if trial % 10 == 0 and k >= 2:  # two boxes that touch exactly: a face in common
+            centers, radii, group = np.array([[0.0, 0, 0], [1.0, 0, 0]]), np.full(2, 0.25), \
+                np.arange(2)
+            k, sizes, margin_ = 2, np.array([1, 1]), 0.25
+        else:
+            margin_ = margin
+        bounds = np.empty((k, 6))
+        start = 0
+        for r, n in enumerate(sizes):
+            poses = np.tile(np.eye(4), (n, 1, 1))
+            poses[:, :3, 3] = centers[start:start + n]
+            _robot_bounds(poses, radii[start:start + n], margin_, bounds, r)
+            lo = centers[start:start + n] - (radii[start:start + n] + margin_)[:, None]
+            hi = centers[start:start + n] + (radii[start:start + n] + margin_)[:, None]
+            expected = np.r_[lo.min(axis=0), hi.max(axis=0)] if n else \
+                np.r_[np.full(3, np.inf), np.full(3, -np.inf)]
+            assert bounds[r].tobytes() == expected.tobytes()
+            start += n
+        meet = any(np.all(bounds[i, :3] <= bounds[j, 3:]) and np.all(bounds[j, :3] <= bounds[i, 3:])
+                   for i in range(k) for j in range(i + 1, k))
+        assert boxes_apart(bounds) == (not meet)
+        pairs = sweep_and_prune(centers, radii, margin_, group, np.zeros(k, dtype=bool))
+        if not meet:
+            assert len(pairs) == 0
+        if trial % 10 == 0 and k == 2 and margin_ == 0.25:
+            assert meet and len(pairs) == 1  # touching boxes: a pair, and boxes that meet
+        met, apart = met + meet, apart + (not meet)
+    assert met > 50 and apart > 50
+
+
+def test_robots_on_the_ground_apart_have_the_general_detection_s_contacts():
+    # a standing quadruped and one held 0.79 m above it, the second moved in x from far (their
+    # boxes apart) through near (boxes that meet, shapes that do not: the second's feet beside
+    # the first's body, the broad phase decides) to above it (detect()): detect_apart's sets,
+    # joined, are detect()'s set array for array, or it declines
+    import raisimcli.physics.collision as collision
+    w = World(0.001)
+    w.add_ground()
+    robots = []
+    for k in range(2):
+        r = w.add_articulated_system(robot("quadruped.urdf"), name=f"q{k}")
+        q = r.get_generalized_coordinate()
+        stand = {"root.z": 0.4427 + 0.79 * k, "LF_HFE": 0.6, "RF_HFE": 0.6, "LH_HFE": -0.6,
+                 "RH_HFE": -0.6, "LF_KFE": -1.2, "RF_KFE": -1.2, "LH_KFE": 1.2, "RH_KFE": 1.2}
+        for name, v in stand.items():  # the feet on the ground (the first)
+            q[r.coordinate_names.index(name)] = v
+        r.set_state(q, np.zeros(r.nv))
+        robots.append(r)
+    cw, seen = w.contact_world, set()
+    swept = []
+    real = collision.sweep_and_prune
+    import raisimcli.physics.contacts as contacts
+    contacts.sweep_and_prune = lambda *a: swept.append(1) or real(*a)
+    try:
+        for d in np.linspace(2.0, 0.5, 151):
+            q = robots[1].get_generalized_coordinate()
+            q[0] = d
+            robots[1].set_state(q, np.zeros(robots[1].nv))
+            swept.clear()
+            parts = cw.detect_apart()
+            if parts is None:
+                seen.add("declined")
+                continue
+            seen.add("swept" if swept else "boxes apart")
+            whole = cw.detect()
+            ours = contacts.ContactSet.joined(parts)
+            assert len(ours) == len(whole) == 4 and ours.meta == whole.meta
+            assert ours.keys == whole.keys and ours.alone is whole.alone
+            for name in ("points", "frames", "distance", "params", "bodies_a"):
+                assert getattr(ours, name).tobytes() == getattr(whole, name).tobytes(), name
+    finally:
+        contacts.sweep_and_prune = real
+    assert seen == {"declined", "swept", "boxes apart"}
+
+
+def test_a_joined_set_is_its_parts_one_after_the_other_whatever_is_read_first():
+    # ContactSet.joined joins its parts' arrays on the first read of any of them: each field
+    # read first in a set of its own gives the parts' concatenation, and every other field
+    # with it; its length needs no join
+    from raisimcli.physics.contacts import ContactSet
+    w = World(0.001)
+    w.add_ground()
+    for k in range(3):
+        r = w.add_articulated_system(robot("quadruped.urdf"), name=f"q{k}")
+        q = r.get_generalized_coordinate()
+        stand = {"root.x": 2.0 * k, "root.z": 0.4427 if k else 1.0, "LF_HFE": 0.6,
+                 "RF_HFE": 0.6, "LH_HFE": -0.6, "RH_HFE": -0.6, "LF_KFE": -1.2, "RF_KFE": -1.2,
+                 "LH_KFE": 1.2, "RH_KFE": 1.2}
+        for name, v in stand.items():  # the first in the air, the others on their feet
+            q[r.coordinate_names.index(name)] = v
+        r.set_state(q, np.zeros(r.nv))
+    parts = w.contact_world.detect_apart()
+    assert parts is not None and [len(p) for p in parts][1:] == [4, 4]
+    for p_ in parts:
+        p_.impulse[:] = np.arange(p_.impulse.size).reshape(-1, 3) + 100 * len(p_)  # results
+    fields = ("points", "frames", "distance", "params", "bodies_a", "impulse", "impulse_contact",
+              "velocity_contact", "target")
+    for first in fields + ("meta", "keys", "alone"):
+        joined = ContactSet.joined(parts)
+        assert len(joined) == 8 and "meta" not in vars(joined)  # (not joined yet)
+        getattr(joined, first)
+        assert joined.meta == [m for p_ in parts for m in p_.meta] and joined.alone is None
+        assert joined.keys == [k for p_ in parts for k in p_.keys]
+        for name in fields:
+            expected = np.concatenate([getattr(p_, name) for p_ in parts])
+            assert getattr(joined, name).tobytes() == expected.tobytes(), (first, name)
+    with pytest.raises(AttributeError):
+        ContactSet.joined(parts).no_such_field
+
+
 def test_contact_frame_is_right_handed_around_the_normal():
     from raisimcli.physics.contacts import contact_frame
     rng = np.random.default_rng(5)

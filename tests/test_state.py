@@ -113,3 +113,12 @@ def test_the_warm_start_by_row_order_is_the_warm_start_by_key(tmp_path):
     assert np.array_equal(start, ws.impulses) and start is not ws.impulses
     other = [keys[2], (("dog", 9, "ground", 0), 2), keys[0]]  # reordered, one key new
     assert np.array_equal(ws.start(other), [2.0, 0.0, 0.5])
+    # the WarmStart of islands' parts: joined when read as a whole, a part's rows as they are
+    a, b = WarmStart(keys[:2], np.array([0.5, -0.25])), WarmStart(keys[2:], np.array([2.0]))
+    empty = WarmStart([], np.zeros(0))
+    assert not WarmStart.of_parts([empty, empty]) and bool(WarmStart.of_parts([empty, b]))
+    both = WarmStart.of_parts([a, empty, b])
+    assert np.array_equal(both.start(keys[2:]), [2.0]) and both._keys is None  # (b's own)
+    assert np.array_equal(both.start(keys), [0.5, -0.25, 2.0])  # the whole
+    assert both.keys_list == keys and np.array_equal(both.impulses, [0.5, -0.25, 2.0])
+    assert np.array_equal(both.start(other), [2.0, 0.0, 0.5]) and dict(both) == dict(ws)

@@ -188,6 +188,7 @@ class RobotShapes:
         self.entry_distance = np.zeros(n)
         self.entry_params = np.zeros((n, 5))
         self.entry_bodies = np.zeros(n, dtype=np.int64)
+        self.bounds = np.zeros((1, 6))  # update_near_ground's box of all shapes, when not given
 
     def update(self) -> None:
         """The shapes' world poses and lowest heights at the system's current state."""
@@ -200,10 +201,14 @@ class RobotShapes:
         _lowest(self.poses, self.kind, self.extent, self.lowest)
 
     def update_near_ground(self, height: float, margin: float, reach: float, slack: float,
-                           params: np.ndarray) -> tuple[int, int]:
+                           params: np.ndarray, bounds: np.ndarray | None = None,
+                           row: int = 0) -> tuple[int, int]:
         """update() then ground_entries(...) in one compiled call, which also gives each entry
         its contact params (`params`: a row per material, see ContactWorld._ground_params) and
-        its body: entry_params[:n], entry_bodies[:n]."""
+        its body: entry_params[:n], entry_bodies[:n]. Row `row` of `bounds` (k, 6) (default:
+        self.bounds) receives the box of the shapes' broad-phase boxes (_robot_bounds)."""
+        if bounds is None:
+            bounds, row = self.bounds, 0
         views = self.system.body_placements()
         if views is None:
             self.update()
@@ -211,12 +216,13 @@ class RobotShapes:
             entries = self.entry_shape[:n]
             self.entry_params[:n] = params[self.material_index[entries]]
             self.entry_bodies[:n] = self.bodies[entries]
+            _robot_bounds(self.poses, self.radii, margin, bounds, row)
             return n, others
         n, others = _near_ground(views[0], views[1], self.bodies, self.placements, self.kind,
                                  self.extent, self.radii, reach, slack, height, margin,
                                  self.material_index, params, self.poses, self.lowest,
                                  self.entry_shape, self.entry_point, self.entry_distance,
-                                 self.entry_params, self.entry_bodies)
+                                 self.entry_params, self.entry_bodies, bounds, row)
         return int(n), int(others)
 
     def ground_entries(self, height: float, margin: float, reach: float, slack: float) -> \
@@ -312,10 +318,10 @@ def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, 
 @kernel
 def _near_ground(R, T, bodies, placements, kind, extent, radii, reach, slack, h, margin,
                  material_index, params, poses, lowest, shape, point, distance, entry_params,
-                 entry_bodies):
+                 entry_bodies, bounds, row):
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
-    entry's params (the row of its shape's material) and body; returns (entries, entries not
-    spheres)."""
+    entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
+    of `bounds`; returns (entries, entries not spheres)."""
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, lowest)
     n, others = _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape,
@@ -324,7 +330,41 @@ def _near_ground(R, T, bodies, placements, kind, extent, radii, reach, slack, h,
         for i in range(5):
             entry_params[e, i] = params[material_index[shape[e]], i]
         entry_bodies[e] = bodies[shape[e]]
+    _robot_bounds(poses, radii, margin, bounds, row)
     return n, others
+
+
+@kernel
+def _robot_bounds(poses, radii, margin, bounds, row):
+    """Into bounds[row] (lo xyz, hi xyz): the box that holds the boxes sweep_and_prune gives a
+    robot's shapes (centre -+ (radius + margin), the same operations); an empty box (lo +inf,
+    hi -inf) without shapes. No shape of a robot is a pair with one of a robot whose box its
+    box does not meet."""
+    for a in range(3):
+        bounds[row, a] = np.inf
+        bounds[row, 3 + a] = -np.inf
+    for k in range(radii.shape[0]):
+        grown = radii[k] + margin
+        for a in range(3):
+            lo = poses[k, a, 3] - grown
+            hi = poses[k, a, 3] + grown
+            if lo < bounds[row, a]:
+                bounds[row, a] = lo
+            if hi > bounds[row, 3 + a]:
+                bounds[row, 3 + a] = hi
+
+
+@kernel
+def boxes_apart(bounds) -> bool:
+    """Whether no two of the boxes (k, 6) (lo xyz, hi xyz) meet (closed intervals: the test of
+    sweep_and_prune)."""
+    for i in range(bounds.shape[0]):
+        for j in range(i + 1, bounds.shape[0]):
+            if bounds[i, 0] <= bounds[j, 3] and bounds[j, 0] <= bounds[i, 3] and \
+                    bounds[i, 1] <= bounds[j, 4] and bounds[j, 1] <= bounds[i, 4] and \
+                    bounds[i, 2] <= bounds[j, 5] and bounds[j, 2] <= bounds[i, 5]:
+                return False
+    return True
 
 
 def transform(T: np.ndarray) -> coal.Transform3s:
@@ -408,4 +448,4 @@ def rpy_pose(position, rpy) -> np.ndarray:
 
 
 __all__ = ["RobotShapes", "Shape", "check_geometry", "link_geometry", "make_geometry", "robot_shapes",
-           "shape_poses", "sweep_and_prune", "transform", "rpy_pose"]
+           "shape_poses", "sweep_and_prune", "transform", "rpy_pose", "boxes_apart"]

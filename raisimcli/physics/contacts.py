@@ -26,8 +26,8 @@ import numpy as np
 
 from raisimcli.errors import StateError
 from raisimcli.jit import kernel
-from raisimcli.physics.collision import SPHERE, RobotShapes, Shape, make_geometry, \
-    robot_shapes, sweep_and_prune, transform
+from raisimcli.physics.collision import SPHERE, RobotShapes, Shape, boxes_apart, \
+    make_geometry, robot_shapes, sweep_and_prune, transform
 
 # shapes with flat faces: their contacts with a face are patches of several points
 _PATCH_KINDS = ("box", "cylinder", "mesh")
@@ -208,19 +208,14 @@ class ContactSet(Sequence):
     @classmethod
     def joined(cls, parts: list) -> "ContactSet":
         """The contacts of `parts` (sets, results included) one after the other in one set: what
-        detection's one set of them all would be after the step."""
+        detection's one set of them all would be after the step. Its arrays are joined when
+        first read (a world stepped robot by robot, whose set nobody reads, never joins them)."""
         parts = [p for p in parts if len(p)]
         if not parts:
             return EMPTY_CONTACTS
         if len(parts) == 1:
             return parts[0]
-        joined = cls([m for p in parts for m in p.meta], [k for p in parts for k in p.keys],
-                     *(np.concatenate([getattr(p, name) for p in parts])
-                       for name in ("points", "frames", "distance", "params")),
-                     bodies_a=np.concatenate([p.bodies_a for p in parts]), results=False)
-        for name in ("impulse", "impulse_contact", "velocity_contact", "target"):
-            setattr(joined, name, np.concatenate([getattr(p, name) for p in parts]))
-        return joined
+        return _JoinedContacts(parts)
 
     @classmethod
     def empty(cls) -> "ContactSet":
@@ -287,6 +282,35 @@ class ContactSet(Sequence):
         idx = np.asarray(indices, dtype=np.int64)
         for name in ("impulse", "impulse_contact", "velocity_contact", "target"):
             getattr(self, name)[idx] = getattr(part, name)
+
+
+class _JoinedContacts(ContactSet):
+    """ContactSet.joined's set of several parts: the attributes of a ContactSet, made from the
+    parts' on the first read of any of them (each part's rows in order, its results as the step
+    wrote them)."""
+
+    _JOINED = frozenset(("meta", "keys", "points", "frames", "distance", "params", "bodies_a",
+                         "impulse", "impulse_contact", "velocity_contact", "target", "alone"))
+
+    def __init__(self, parts: list):  # (no ContactSet.__init__: __getattr__ makes its fields)
+        self._parts = parts
+        self._n = sum(len(p) for p in parts)
+
+    def __getattr__(self, name):
+        if name not in self._JOINED or "_parts" not in self.__dict__:
+            raise AttributeError(name)
+        parts = self._parts
+        ContactSet.__init__(
+            self, [m for p in parts for m in p.meta], [k for p in parts for k in p.keys],
+            *(np.concatenate([getattr(p, f) for p in parts])
+              for f in ("points", "frames", "distance", "params")),
+            bodies_a=np.concatenate([p.bodies_a for p in parts]), results=False)
+        for f in ("impulse", "impulse_contact", "velocity_contact", "target"):
+            setattr(self, f, np.concatenate([getattr(p, f) for p in parts]))
+        return getattr(self, name)
+
+    def __len__(self) -> int:
+        return self._n
 
 
 EMPTY_CONTACTS = ContactSet.empty()
@@ -575,26 +599,29 @@ class ContactWorld:
         """detect() for several robots on the ground that touch nothing but it, as one contact
         set per robot (in the order of `robots`; joined, ContactSet.joined, they are detect()'s
         set): when there is no static box and no self-collision, every shape near the ground is
-        a sphere, and no two robots' shapes are within the margin (the broad phase finds no
-        pair). None otherwise (then call detect())."""
+        a sphere, and no two robots' shapes are within the margin (the robots' boxes of their
+        shapes' boxes are apart, or else the broad phase of the shapes finds no pair). None
+        otherwise (then call detect())."""
         if self.ground_height is None or self.static or len(self.robots) < 2 or \
                 any(rs.self_collision for rs in self.robots):
             return None
         self._request.security_margin = self.margin
         h, margin = self.ground_height, self.margin
         counts = []
-        for rs in self.robots:
+        bounds = np.empty((len(self.robots), 6))  # each robot's box of its shapes' boxes
+        for k, rs in enumerate(self.robots):
             n, others = rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
-                                              self._ground_params(rs))
+                                              self._ground_params(rs), bounds, k)
             if others:
                 return None
             counts.append(n)
-        owners, group, self_pairs = self._broad_phase_entries()
-        centers = np.concatenate([rs.poses[:, :3, 3] for rs in self.robots] +
-                                 [self._static_centers])
-        radii = np.concatenate([rs.radii for rs in self.robots] + [self._static_radii])
-        if len(sweep_and_prune(centers, radii, self.margin, group, self_pairs)):
-            return None
+        if not boxes_apart(bounds):  # robots' boxes meet: the broad phase of their shapes
+            owners, group, self_pairs = self._broad_phase_entries()
+            centers = np.concatenate([rs.poses[:, :3, 3] for rs in self.robots] +
+                                     [self._static_centers])
+            radii = np.concatenate([rs.radii for rs in self.robots] + [self._static_radii])
+            if len(sweep_and_prune(centers, radii, self.margin, group, self_pairs)):
+                return None
         return [self._spheres_on_ground(rs, n) for rs, n in zip(self.robots, counts)]
 
     def _ground_params(self, rs: RobotShapes) -> np.ndarray:

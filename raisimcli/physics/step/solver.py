@@ -39,16 +39,35 @@ class WarmStart(Mapping):
     impulses as they are, without a lookup per key."""
 
     def __init__(self, keys: list, impulses: np.ndarray, parts: tuple = ()):
-        self.keys_list, self.impulses = keys, impulses
+        self._keys, self._impulses = keys, impulses
         self._dict: dict | None = None
         self._parts = parts  # the WarmStarts of the islands it was made of (of_parts)
+        self._first: dict | None = None  # _part_of_first_key
 
     @classmethod
     def of_parts(cls, parts: list["WarmStart"]) -> "WarmStart":
-        """The impulses of several islands' rows, one island after the other; an island whose
-        rows are those of the last step takes its impulses as they are."""
-        keys = [key for part in parts for key in part.keys_list]
-        return cls(keys, np.concatenate([part.impulses for part in parts]), tuple(parts))
+        """The impulses of several islands' rows, one island after the other (joined when
+        first read as a whole); an island whose rows are those of the last step takes its
+        impulses as they are."""
+        return cls(None, None, tuple(parts))
+
+    @property
+    def keys_list(self) -> list:
+        if self._keys is None:
+            self._keys = [key for part in self._parts for key in part.keys_list]
+        return self._keys
+
+    @property
+    def impulses(self) -> np.ndarray:
+        if self._impulses is None:
+            self._impulses = np.concatenate([part.impulses for part in self._parts])
+        return self._impulses
+
+    def _part_of_first_key(self) -> dict:
+        """Each part (with rows) by its first row's key (a key is in one part only)."""
+        if self._first is None:
+            self._first = {part.keys_list[0]: part for part in self._parts if part.keys_list}
+        return self._first
 
     def _by_key(self) -> dict:
         if self._dict is None:
@@ -65,15 +84,18 @@ class WarmStart(Mapping):
         return len(self._by_key())
 
     def __bool__(self) -> bool:
-        return bool(self.keys_list)
+        if self._keys is None:
+            return any(self._parts)
+        return bool(self._keys)
 
     def start(self, keys: list) -> np.ndarray:
         """The warm start of rows with these keys (0 for a key not in the last step)."""
+        if self._parts and keys:  # the rows of one island as they were: its part's impulses
+            part = self._part_of_first_key().get(keys[0])
+            if part is not None and keys == part.keys_list:
+                return part.impulses.copy()
         if keys == self.keys_list:
             return self.impulses.copy()
-        for part in self._parts:
-            if keys == part.keys_list:
-                return part.impulses.copy()
         get = self._by_key().get
         return np.array([get(key, 0.0) for key in keys], dtype=np.float64)
 
