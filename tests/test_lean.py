@@ -78,6 +78,23 @@ def _setup(case, w):
         q = other.get_generalized_coordinate()
         q[0] = 0.1
         other.set_state(q, np.zeros(other.nv))
+    elif case == "fourbar":  # a loop: the constraint eliminated before the rows
+        r = w.add_articulated_system(robot("fourbar.urdf"))
+        r.set_joint_damping(np.full(r.nv, 0.01))
+    elif case == "gripper_on_quadruped":  # a mimic (fingers pushed against their limits)
+        r = w.add_articulated_system(robot("gripper.urdf"))  # beside a quadruped on its feet
+        r.set_control_mode("FORCE_AND_TORQUE")
+        r.set_generalized_force(np.array([3.0, 0.0]))
+        other = _quadruped(w, 0.45, name="beside")
+        q = other.get_generalized_coordinate()
+        q[0] = 2.0
+        other.set_state(q, np.zeros(other.nv))
+    elif case == "fivebar_under_pd":  # two loops, a joint under PD
+        r = w.add_articulated_system(robot("fivebar_leg.urdf"))
+        q_ref = r.get_generalized_coordinate()
+        q_ref[0] += 0.3
+        r.set_pd_gains(np.full(r.nv, 50.0), np.full(r.nv, 2.0))
+        r.set_pd_target(q_ref, np.zeros(r.nv))
     else:
         raise AssertionError(case)
     return r
@@ -113,17 +130,27 @@ def _same_system(ra, rb):
         assert ra.joint_wrenches.force.tobytes() == rb.joint_wrenches.force.tobytes()
         assert ra.joint_wrenches.torque.tobytes() == rb.joint_wrenches.torque.tobytes()
     assert ra.get_kinetic_energy() == rb.get_kinetic_energy()  # the caches of the new state
+    if ra.constraints:
+        assert ra.constraint_impulses.tobytes() == rb.constraint_impulses.tobytes()
+        assert ra.constraint_errors.tobytes() == rb.constraint_errors.tobytes()
 
 
 @pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid",
                                   "drop_euler", "actuators_and_limits", "arm",
                                   "arm_torque_mode", "spring", "box_tilted", "three_apart",
-                                  "one_onto_another"])
+                                  "one_onto_another", "fourbar", "gripper_on_quadruped",
+                                  "fivebar_under_pd"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken, apart = [], []
     real = lean.step
     monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
+    eliminated = []  # the lean step's robots with constraints (their impulse problem)
+    real_systems = lean.integrate2_systems
+    monkeypatch.setattr(lean, "integrate2_systems",
+                        lambda systems, *a, **k: eliminated.append(
+                            "stages" in k and bool(systems[0].constraints)) or
+                        real_systems(systems, *a, **k))
     real_apart = ContactWorld.detect_apart
     monkeypatch.setattr(ContactWorld, "detect_apart",
                         lambda self: (lambda out: apart.append(out is not None) or out)(
@@ -153,6 +180,12 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
         assert most_contacts >= 2
     if case == "one_onto_another":  # the robots touched: the general path solved them together
         assert robots_touched and not any(apart)  # (always near: the general detection)
+    if case in ("fourbar", "gripper_on_quadruped", "fivebar_under_pd"):  # each step
+        assert eliminated == [True] * 400
+    else:
+        assert not any(eliminated)
+    if case == "gripper_on_quadruped":  # apart: the quadruped by step/alone.py's call
+        assert all(apart) and len(wa.contacts) == 4
     if case == "three_apart":  # each robot on its own every step
         assert len(apart) == 400 and all(apart) and len(wa.contacts) == 8
 
@@ -197,7 +230,8 @@ def test_a_mass_matrix_that_is_not_positive_definite_raises_the_same_error(tmp_p
 
 
 @pytest.mark.parametrize("name", ["quadruped_pd", "quadruped_drop", "arm7_pd", "spring_joint",
-                                  "pendulum", "block_slide"])
+                                  "pendulum", "block_slide", "fourbar", "gripper",
+                                  "fivebar_leg", "parallelogram"])
 def test_a_scenario_logs_the_same_bits_on_either_path(tmp_path, monkeypatch, name):
     scenario = os.path.join(SCENARIOS, f"{name}.toml")
     taken = []

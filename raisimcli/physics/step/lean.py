@@ -9,10 +9,12 @@ saved is the Python between them: per-system scratch is made once, and M and h i
 conventions, the PD error, the actuators, the implicit diagonal, the explicit pass and the joint
 rows' states are one compiled call (_stage).
 
-It applies (`applies`) when no robot has a loop or mimic constraint, a spherical joint or a load
-set for the step, or integrates with RUNGE_KUTTA_4 (its four stages take the general path), and
-the static world is at most the ground (no static boxes, no self-collision). Each robot that
-touches no other robot is stepped on its own (_alone); robots in contact with each other form an
+It applies (`applies`) when no robot has a spherical joint or a load set for the step, or
+integrates with RUNGE_KUTTA_4 (its four stages take the general path), and the static world is
+at most the ground (no static boxes, no self-collision). Each robot that touches no other robot
+is stepped on its own (_alone): without loop or mimic constraints by step/alone.py's call, with
+them by the general path's impulse problem (integrate2_systems) from the stage made here and
+their elimination (ArticulatedSystem.prepare_step's). Robots in contact with each other form an
 island of the general path (step/world_step.py). Everything else takes the general path.
 """
 
@@ -25,6 +27,7 @@ import pinocchio as pin
 
 from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky
+from raisimcli.physics.constraints import Elimination, beta, constraint_rows
 from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference
 from raisimcli.physics.step.actuators import ActuatorState, _actuators
@@ -109,7 +112,7 @@ def applies(world) -> bool:
     if not world.systems:
         return False
     for s in world.systems:
-        if s.constraints or s.pending_loads or s.conv.spherical or s.integrate1_pending:
+        if s.pending_loads or s.conv.spherical or s.integrate1_pending:
             return False
         if s.scheme == "RUNGE_KUTTA_4" and s.effective_scheme() == "RUNGE_KUTTA_4":
             return False
@@ -213,6 +216,11 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
         st.tau_act, st.act_state = ws.none_acting
     st.q_err, st.kp, st.kd = q_err, kp, kd
     st.joint_rows = jr.rows_of_states(dt)
+    if s.constraints:  # loops and mimics: eliminated, as ArticulatedSystem.prepare_step does
+        J, e, spans = constraint_rows(s)
+        elim = Elimination(J, e, st.factor, st.u_star, beta(s.constraint_erp, dt))
+        st.elimination, st.constraint_spans, st.u_free = elim, spans, elim.u0
+        return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
     if can_go_alone((s,), (st,), contacts):
         return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
     # no row: the solver's answer is u* (solve_impulses without rows)

@@ -78,10 +78,12 @@ def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
 
 
 def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
-                       warm_start: Mapping | None = None) -> WarmStart:
+                       warm_start: Mapping | None = None, stages: list | None = None) -> WarmStart:
     """Steps 7-12 for `systems` with `contacts` (a ContactSet, see raisimcli.physics.contacts),
-    whose results it fills. Returns the impulses by row key, for the next step's warm start."""
-    stages = [s.prepare_step(dt) for s in systems]
+    whose results it fills. Returns the impulses by row key, for the next step's warm start.
+    `stages`: the systems' ArticulatedSystem.prepare_step, when the caller has made them."""
+    if stages is None:
+        stages = [s.prepare_step(dt) for s in systems]
     if can_go_alone(systems, stages, contacts):  # the common case (step/alone.py)
         return WarmStart(*integrate2_alone(systems[0], stages[0], dt, contacts, warm_start))
     offsets = [0]
