@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conftest import SCENARIOS, robot
 from raisimcli.cli.main import cli
 from raisimcli.errors import RaisimcliError
+from raisimcli.model import load_urdf_string
 from raisimcli.physics import World
 from raisimcli.physics.contacts import ContactWorld
 from raisimcli.physics.step import lean
@@ -95,6 +96,22 @@ def _setup(case, w):
         q_ref[0] += 0.3
         r.set_pd_gains(np.full(r.nv, 50.0), np.full(r.nv, 2.0))
         r.set_pd_target(q_ref, np.zeros(r.nv))
+    elif case == "box_on_incline":  # a static box: the general detection, coal's patches
+        w.add_box("incline", [10.0, 2.0, 1.0], position=(0.0, 0.0, -0.5), rpy=(0.0, 0.4, 0.0))
+        w.set_default_material(0.3)
+        r = w.add_articulated_system(robot("box.urdf"))
+        q = r.get_generalized_coordinate()
+        q[2] = 0.15
+        r.set_state(q, np.zeros(r.nv))
+    elif case == "quadruped_onto_a_step":  # its front feet onto a static box, the rest the ground
+        r = _quadruped(w, 0.7)
+        w.add_box("step", [0.5, 1.0, 0.1], position=(0.35, 0.0, 0.05))
+    elif case == "self_collision":  # two fingers pushed into each other: contacts of one robot
+        from test_contacts import _fingers_urdf
+        w.set_gravity((0.0, 0.0, 0.0))
+        r = w.add_articulated_system(load_urdf_string(_fingers_urdf()))
+        w.configure_contacts(r, self_collision=True)
+        r.set_generalized_force([1.0, 1.0])
     else:
         raise AssertionError(case)
     return r
@@ -139,17 +156,18 @@ def _same_system(ra, rb):
                                   "drop_euler", "actuators_and_limits", "arm",
                                   "arm_torque_mode", "spring", "box_tilted", "three_apart",
                                   "one_onto_another", "fourbar", "gripper_on_quadruped",
-                                  "fivebar_under_pd"])
+                                  "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
+                                  "self_collision"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken, apart = [], []
     real = lean.step
     monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
-    eliminated = []  # the lean step's robots with constraints (their impulse problem)
+    general = []  # the lean step's robots that the general path's impulse problem solves
     real_systems = lean.integrate2_systems
     monkeypatch.setattr(lean, "integrate2_systems",
-                        lambda systems, *a, **k: eliminated.append(
-                            "stages" in k and bool(systems[0].constraints)) or
+                        lambda systems, *a, **k: general.append(
+                            ("stages" in k, bool(systems[0].constraints))) or
                         real_systems(systems, *a, **k))
     real_apart = ContactWorld.detect_apart
     monkeypatch.setattr(ContactWorld, "detect_apart",
@@ -180,10 +198,17 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
         assert most_contacts >= 2
     if case == "one_onto_another":  # the robots touched: the general path solved them together
         assert robots_touched and not any(apart)  # (always near: the general detection)
+    staged = [constrained for from_stage, constrained in general if from_stage]
     if case in ("fourbar", "gripper_on_quadruped", "fivebar_under_pd"):  # each step
-        assert eliminated == [True] * 400
+        assert staged == [True] * 400
+    elif case == "self_collision":  # once the fingers touch: the general path's problem
+        assert len(wa.contacts) and 100 < len(staged) < 400 and not any(staged)
     else:
-        assert not any(eliminated)
+        assert not staged
+    if case == "box_on_incline":
+        assert most_contacts >= 2
+    if case == "quadruped_onto_a_step":  # feet on the box and on the ground
+        assert {c.name_b for c in wa.get_contacts()} >= {"step", "ground"}
     if case == "gripper_on_quadruped":  # apart: the quadruped by step/alone.py's call
         assert all(apart) and len(wa.contacts) == 4
     if case == "three_apart":  # each robot on its own every step
@@ -208,7 +233,7 @@ def test_the_whole_step_is_not_taken_where_it_does_not_apply(monkeypatch):
     w.integrate1()  # integrate1 then integrate2 from the user: the general path
     w.integrate2()
     assert len(taken) == 1
-    w.add_box("step", [1.0, 1.0, 0.1])  # a static box
+    w.add_articulated_system(robot("spherical_chain.urdf"))  # a spherical joint
     w.integrate()
     assert len(taken) == 1
 
@@ -231,7 +256,7 @@ def test_a_mass_matrix_that_is_not_positive_definite_raises_the_same_error(tmp_p
 
 @pytest.mark.parametrize("name", ["quadruped_pd", "quadruped_drop", "arm7_pd", "spring_joint",
                                   "pendulum", "block_slide", "fourbar", "gripper",
-                                  "fivebar_leg", "parallelogram"])
+                                  "fivebar_leg", "parallelogram", "box_incline"])
 def test_a_scenario_logs_the_same_bits_on_either_path(tmp_path, monkeypatch, name):
     scenario = os.path.join(SCENARIOS, f"{name}.toml")
     taken = []

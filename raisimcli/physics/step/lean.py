@@ -10,12 +10,13 @@ conventions, the PD error, the actuators, the implicit diagonal, the explicit pa
 rows' states are one compiled call (_stage).
 
 It applies (`applies`) when no robot has a spherical joint or a load set for the step, or
-integrates with RUNGE_KUTTA_4 (its four stages take the general path), and the static world is
-at most the ground (no static boxes, no self-collision). Each robot that touches no other robot
-is stepped on its own (_alone): without loop or mimic constraints by step/alone.py's call, with
-them by the general path's impulse problem (integrate2_systems) from the stage made here and
-their elimination (ArticulatedSystem.prepare_step's). Robots in contact with each other form an
-island of the general path (step/world_step.py). Everything else takes the general path.
+integrates with RUNGE_KUTTA_4 (its four stages take the general path). Each robot that touches
+no other robot is stepped on its own (_alone) from the stage made here: by step/alone.py's call
+when its contacts are all with the static world (the ground, static boxes); by the general
+path's impulse problem (integrate2_systems) with loop or mimic constraints (their elimination
+made as ArticulatedSystem.prepare_step makes it) or with contacts between its own bodies
+(self-collision). Robots in contact with each other form an island of the general path
+(step/world_step.py). Everything else takes the general path.
 """
 
 from __future__ import annotations
@@ -116,8 +117,7 @@ def applies(world) -> bool:
             return False
         if s.scheme == "RUNGE_KUTTA_4" and s.effective_scheme() == "RUNGE_KUTTA_4":
             return False
-    cw = world.contact_world
-    return not cw.static and not any(r.self_collision for r in cw.robots)
+    return True
 
 
 class _Scratch:
@@ -223,6 +223,8 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
         return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
     if can_go_alone((s,), (st,), contacts):
         return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
+    if contacts:  # between its own bodies (self-collision): the general path's problem
+        return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
     # no row: the solver's answer is u* (solve_impulses without rows)
     s.finish_step(dt, st, ws.u_star.copy(), {}, [], 0, False)
     return WarmStart([], np.zeros(0))
