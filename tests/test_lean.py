@@ -112,9 +112,23 @@ def _setup(case, w):
         r = w.add_articulated_system(load_urdf_string(_fingers_urdf()))
         w.configure_contacts(r, self_collision=True)
         r.set_generalized_force([1.0, 1.0])
+    elif case in ("arm_pushed", "drop_pushed"):  # loads set for some steps (_before_step)
+        r = _arm(w) if case == "arm_pushed" else _quadruped(w)
+        r.set_compute_inverse_dynamics(True)
     else:
         raise AssertionError(case)
     return r
+
+
+def _before_step(case, k, w):
+    """What a user does before step k: loads set for that step only."""
+    r = w.systems[0]
+    if case == "arm_pushed" and 50 <= k < 250:
+        r.set_external_force("link3", [0.0, 3.0, 5.0], point=[0.0, 0.02, 0.0])
+        if k % 2:
+            r.set_external_torque("link5", [0.5, 0.0, -0.2])
+    if case == "drop_pushed" and 100 <= k < 350:  # pushed sideways through its impacts
+        r.set_external_force("base", [20.0, -10.0, 0.0])
 
 
 def _same(a, b):
@@ -157,7 +171,7 @@ def _same_system(ra, rb):
                                   "arm_torque_mode", "spring", "box_tilted", "three_apart",
                                   "one_onto_another", "fourbar", "gripper_on_quadruped",
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
-                                  "self_collision"])
+                                  "self_collision", "arm_pushed", "drop_pushed"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken, apart = [], []
@@ -181,6 +195,8 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
     (wa, _), (wb, _) = worlds
     robots_touched, most_contacts = False, 0
     for k in range(400):
+        for w, _ in worlds:
+            _before_step(case, k, w)
         wa.integrate()
         robots_touched |= any(c.system_b is not None for c in wa.get_contacts())
         most_contacts = max(most_contacts, len(wa.contacts))
@@ -225,9 +241,6 @@ def test_the_whole_step_is_not_taken_where_it_does_not_apply(monkeypatch):
     w.integrate()
     assert not taken
     r.set_integration_scheme("SEMI_IMPLICIT")
-    r.set_external_force("link3", [0.0, 0.0, 5.0])  # a load for one step
-    w.integrate()
-    assert not taken
     w.integrate()
     assert len(taken) == 1
     w.integrate1()  # integrate1 then integrate2 from the user: the general path
@@ -267,7 +280,9 @@ def test_a_scenario_logs_the_same_bits_on_either_path(tmp_path, monkeypatch, nam
         if not use:
             monkeypatch.setattr(lean, "applies", lambda world: False)
         out = tmp_path / f"{use}.h5"
-        r = CliRunner().invoke(cli, ["run", scenario, "-q", "--duration", "0.3", "-o", str(out)])
+        duration = "1.2" if name == "arm7_pd" else "0.3"  # (arm7_pd: its push at 1.0-1.1 s)
+        r = CliRunner().invoke(cli, ["run", scenario, "-q", "--duration", duration, "-o",
+                                     str(out)])
         assert r.exit_code == 0, r.output
         logs.append(str(out))
     assert len(taken) >= 300  # (the lean run's steps)

@@ -701,8 +701,9 @@ class ArticulatedSystem:
         F_local = matmul(R.T, load.vector)
         return body, pin.Force(F_local, cross(r_local, F_local))
 
-    def _external_generalized_force(self) -> np.ndarray:
-        """J^T F_ext (nv,) of the loads set for this step."""
+    def external_generalized_force(self) -> np.ndarray:
+        """J^T F_ext (nv,) of the loads set for this step, at the current state (a new array;
+        zeros without loads)."""
         tau = np.zeros(self.nv)
         if self.pending_loads:
             self.kinematics()
@@ -727,7 +728,7 @@ class ArticulatedSystem:
                                               self.motor_region_enforced)
         spring_err = self.conv.difference(q, self.spring_rest, floating=False) \
             if self.springs else np.zeros(self.nv)
-        tau_ext = self._external_generalized_force()
+        tau_ext = self.external_generalized_force()
         w = self._implicit_diagonal(dt)
         # steps 1, 3 and u*: clamped_command(tau_ff, pd_torque(...)), explicit_torque,
         # Factorized(M + diag(w)) and free_velocity, in one compiled pass (step/fused.py)

@@ -9,14 +9,14 @@ saved is the Python between them: per-system scratch is made once, and M and h i
 conventions, the PD error, the actuators, the implicit diagonal, the explicit pass and the joint
 rows' states are one compiled call (_stage).
 
-It applies (`applies`) when no robot has a spherical joint or a load set for the step, or
-integrates with RUNGE_KUTTA_4 (its four stages take the general path). Each robot that touches
-no other robot is stepped on its own (_alone) from the stage made here: by step/alone.py's call
-when its contacts are all with the static world (the ground, static boxes); by the general
-path's impulse problem (integrate2_systems) with loop or mimic constraints (their elimination
-made as ArticulatedSystem.prepare_step makes it) or with contacts between its own bodies
-(self-collision). Robots in contact with each other form an island of the general path
-(step/world_step.py). Everything else takes the general path.
+It applies (`applies`) when no robot has a spherical joint or integrates with RUNGE_KUTTA_4 (its
+four stages take the general path), and World.integrate1 has not run. Each robot that touches no
+other robot is stepped on its own (_alone) from the stage made here (the loads set for the step
+included): by step/alone.py's call when its contacts are all with the static world (the ground,
+static boxes); by the general path's impulse problem (integrate2_systems) with loop or mimic
+constraints (their elimination made as ArticulatedSystem.prepare_step makes it) or with contacts
+between its own bodies (self-collision). Robots in contact with each other form an island of the
+general path (step/world_step.py). Everything else takes the general path.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q,
            spring_err, act, tau_cmd, b, L, u_star, states):
     """Spec steps 1-3 and u* of step 4 after Pinocchio's crba (M_upper) and nonLinearEffects
     (h_pin): the loops of ArticulatedSystem._explicit_stage in its order. `flags`: T is the
-    identity, PD mode, springs, the motor regions enforced. M (the convention transform of
+    identity, PD mode, springs, the motor regions enforced, loads (their J^T F already in F's
+    tau_ext; else it is zeroed). M (the convention transform of
     Conventions.mass_matrix), h (Conventions.nonlinearities; h_pin as it is when T = I),
     q_err and spring_err (Conventions.difference without quaternions; 0 outside PD mode and
     without springs), the actuators' w_m, lo, hi, commanded, applied, tau_act end to end in
@@ -98,7 +99,8 @@ def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q,
     c1, c2 = 0.5 * dt, 0.25 * dt * dt
     for i in range(n):
         w[i] = c1 * (b_joint[i] + b_out[i] + kd[i]) + c2 * (kp[i] + k_s[i])
-        tau_ext[i] = 0.0
+        if not flags[4]:  # (with loads, the caller has written J^T F into tau_ext)
+            tau_ext[i] = 0.0
         for j in range(n):
             L[i, j] = 0.0
     info = _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out,
@@ -113,7 +115,7 @@ def applies(world) -> bool:
     if not world.systems:
         return False
     for s in world.systems:
-        if s.pending_loads or s.conv.spherical or s.integrate1_pending:
+        if s.conv.spherical or s.integrate1_pending:
             return False
         if s.scheme == "RUNGE_KUTTA_4" and s.effective_scheme() == "RUNGE_KUTTA_4":
             return False
@@ -127,7 +129,7 @@ class _Scratch:
     def __init__(self, s):
         nv, conv = s.nv, s.conv
         self.F = np.empty(3 * nv * nv + 7 * nv)  # _stage's scratch
-        self.flags = np.zeros(4, dtype=np.int64)  # _stage's
+        self.flags = np.zeros(5, dtype=np.int64)  # _stage's
         self.flags[0] = conv.identity
         self.M, self.h, self.L = np.empty((nv, nv)), np.empty(nv), np.empty((nv, nv))
         self.spring_err, self.tau_cmd, self.b = np.empty(nv), np.empty(nv), np.empty(nv)
@@ -138,7 +140,7 @@ class _Scratch:
         a = 2 * nv * nv + 7 * nv  # M~ in F (_stage's layout)
         self.M_tilde = self.F[a:a + nv * nv].reshape(nv, nv)
         self.factor = Factorized(self.M_tilde, None, Cholesky.of_factor(self.L, 0))
-        tau_ext = self.F[2 * nv * nv + 6 * nv:2 * nv * nv + 7 * nv]  # (0: no load)
+        tau_ext = self.F[2 * nv * nv + 6 * nv:2 * nv * nv + 7 * nv]  # (J^T F of the loads)
         self.stage = Stage(M=self.M, h=self.h, q_err=None, tau_cmd=self.tau_cmd, tau_act=None,
                            act_state=None, spring_err=self.spring_err, tau_ext=tau_ext,
                            b=self.b, factor=self.factor, u_star=self.u_star, kp=None, kd=None,
@@ -198,6 +200,9 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
     q_err = np.empty(nv)
     act = np.empty(5 * ws.n_act + nv) if ws.n_act else ws.act
     jr = s.joint_rows
+    if s.pending_loads:  # J^T F of the loads set for this step (_stage keeps it)
+        st.tau_ext[:] = s.external_generalized_force()
+    flags[4] = bool(s.pending_loads)
     info = _stage(float(dt), flags, upper, h_pin, u_pin, conv.block_u,
                   conv.no_blocks if R is None else R, conv.floating_u, conv.one_dof_q,
                   conv.one_dof_u, q, u, kp, kd, s.q_ref, s.u_ref, s.tau_ff, s.tau_lower,
