@@ -41,11 +41,16 @@ def _arm(w):
 
 
 def _setup(case, w):
-    if case in ("drop", "drop_with_inverse_dynamics", "drop_trapezoid", "drop_euler"):
+    if case in ("drop", "drop_with_inverse_dynamics", "drop_trapezoid", "drop_euler",
+                "drop_rk4"):
         r = _quadruped(w)
         r.set_compute_inverse_dynamics(case == "drop_with_inverse_dynamics")
-        r.set_integration_scheme({"drop_trapezoid": "TRAPEZOID",
-                                  "drop_euler": "EULER"}.get(case, "SEMI_IMPLICIT"))
+        r.set_integration_scheme({"drop_trapezoid": "TRAPEZOID", "drop_euler": "EULER",
+                                  "drop_rk4": "RUNGE_KUTTA_4"}.get(case, "SEMI_IMPLICIT"))
+    elif case == "arm_rk4":  # four stages, with inverse dynamics
+        r = _arm(w)
+        r.set_integration_scheme("RUNGE_KUTTA_4")
+        r.set_compute_inverse_dynamics(True)
     elif case == "actuators_and_limits":  # motor regions, a coupled knee, friction, limits
         r = _quadruped(w, 0.45)
         r.set_actuator_torques(np.linspace(-3.0, 3.0, len(r.model.actuators)))
@@ -58,8 +63,10 @@ def _setup(case, w):
         r = _arm(w)
         r.set_control_mode("FORCE_AND_TORQUE")
         r.set_generalized_force(np.linspace(-2.0, 2.0, r.nv))
-    elif case == "spring":  # a spring, damping, no row at all
+    elif case in ("spring", "spring_rk4"):  # a spring, damping, no row at all
         r = w.add_articulated_system(robot("spring_joint.urdf"))
+        if case == "spring_rk4":
+            r.set_integration_scheme("RUNGE_KUTTA_4")
     elif case == "box_tilted":  # a box's faces: coal's contacts and patches, not spheres
         w.add_ground()
         r = w.add_articulated_system(robot("box.urdf"))
@@ -171,7 +178,8 @@ def _same_system(ra, rb):
                                   "arm_torque_mode", "spring", "box_tilted", "three_apart",
                                   "one_onto_another", "fourbar", "gripper_on_quadruped",
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
-                                  "self_collision", "arm_pushed", "drop_pushed"])
+                                  "self_collision", "arm_pushed", "drop_pushed", "drop_rk4",
+                                  "arm_rk4", "spring_rk4"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken, apart = [], []
@@ -236,11 +244,7 @@ def test_the_whole_step_is_not_taken_where_it_does_not_apply(monkeypatch):
     real = lean.step
     monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
     w = World(0.001)
-    r = _arm(w)
-    r.set_integration_scheme("RUNGE_KUTTA_4")  # four stages: the general path
-    w.integrate()
-    assert not taken
-    r.set_integration_scheme("SEMI_IMPLICIT")
+    _arm(w)
     w.integrate()
     assert len(taken) == 1
     w.integrate1()  # integrate1 then integrate2 from the user: the general path
@@ -269,7 +273,8 @@ def test_a_mass_matrix_that_is_not_positive_definite_raises_the_same_error(tmp_p
 
 @pytest.mark.parametrize("name", ["quadruped_pd", "quadruped_drop", "arm7_pd", "spring_joint",
                                   "pendulum", "block_slide", "fourbar", "gripper",
-                                  "fivebar_leg", "parallelogram", "box_incline"])
+                                  "fivebar_leg", "parallelogram", "box_incline",
+                                  "double_pendulum"])
 def test_a_scenario_logs_the_same_bits_on_either_path(tmp_path, monkeypatch, name):
     scenario = os.path.join(SCENARIOS, f"{name}.toml")
     taken = []

@@ -9,14 +9,15 @@ saved is the Python between them: per-system scratch is made once, and M and h i
 conventions, the PD error, the actuators, the implicit diagonal, the explicit pass and the joint
 rows' states are one compiled call (_stage).
 
-It applies (`applies`) when no robot has a spherical joint or integrates with RUNGE_KUTTA_4 (its
-four stages take the general path), and World.integrate1 has not run. Each robot that touches no
-other robot is stepped on its own (_alone) from the stage made here (the loads set for the step
-included): by step/alone.py's call when its contacts are all with the static world (the ground,
-static boxes); by the general path's impulse problem (integrate2_systems) with loop or mimic
-constraints (their elimination made as ArticulatedSystem.prepare_step makes it) or with contacts
-between its own bodies (self-collision). Robots in contact with each other form an island of the
-general path (step/world_step.py). Everything else takes the general path.
+It applies (`applies`) when no robot has a spherical joint and World.integrate1 has not run.
+Each robot that touches no other robot is stepped on its own (_alone) from the stage made here
+(the loads set for the step included): by step/alone.py's call when its contacts are all with
+the static world (the ground, static boxes), RUNGE_KUTTA_4's four stages then run by
+ArticulatedSystem.finish_step from the impulses; by the general path's impulse problem
+(integrate2_systems) with loop or mimic constraints (their elimination made as
+ArticulatedSystem.prepare_step makes it) or with contacts between its own bodies
+(self-collision). Robots in contact with each other form an island of the general path
+(step/world_step.py). Everything else takes the general path.
 """
 
 from __future__ import annotations
@@ -116,8 +117,6 @@ def applies(world) -> bool:
         return False
     for s in world.systems:
         if s.conv.spherical or s.integrate1_pending:
-            return False
-        if s.scheme == "RUNGE_KUTTA_4" and s.effective_scheme() == "RUNGE_KUTTA_4":
             return False
     return True
 
