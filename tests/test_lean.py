@@ -119,6 +119,9 @@ def _setup(case, w):
         r = w.add_articulated_system(load_urdf_string(_fingers_urdf()))
         w.configure_contacts(r, self_collision=True)
         r.set_generalized_force([1.0, 1.0])
+    elif case == "quadruped_onto_gripper":  # an island of a robot with a mimic and another
+        r = w.add_articulated_system(robot("gripper.urdf"))  # (its palm fixed at 0.5 m)
+        _quadruped(w, 0.95, name="above")
     elif case in ("arm_pushed", "drop_pushed"):  # loads set for some steps (_before_step)
         r = _arm(w) if case == "arm_pushed" else _quadruped(w)
         r.set_compute_inverse_dynamics(True)
@@ -179,7 +182,7 @@ def _same_system(ra, rb):
                                   "one_onto_another", "fourbar", "gripper_on_quadruped",
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
                                   "self_collision", "arm_pushed", "drop_pushed", "drop_rk4",
-                                  "arm_rk4", "spring_rk4"])
+                                  "arm_rk4", "spring_rk4", "quadruped_onto_gripper"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken, apart = [], []
@@ -227,6 +230,10 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
         assert staged == [True] * 400
     elif case == "self_collision":  # once the fingers touch: the general path's problem
         assert len(wa.contacts) and 100 < len(staged) < 400 and not any(staged)
+    elif case == "one_onto_another":  # the island of the two, from their lean stages
+        assert staged and not any(staged)
+    elif case == "quadruped_onto_gripper":  # the gripper alone, then with the quadruped
+        assert robots_touched and len(staged) == 400 and all(staged)
     else:
         assert not staged
     if case == "box_on_incline":

@@ -167,7 +167,8 @@ def step(world, warm_start):
     def island(systems, dt, part, warm_start):
         if len(systems) == 1:
             return _alone(systems[0], dt, part, warm_start, *pinocchio[id(systems[0])])
-        return integrate2_systems(systems, dt, part, warm_start)
+        stages = [_lean_stage(s, dt, *pinocchio[id(s)]) for s in systems]
+        return integrate2_systems(systems, dt, part, warm_start, stages=stages)
     return contacts, integrate2_world(world.systems, dt, contacts, warm_start, island)
 
 
@@ -185,8 +186,23 @@ def _dynamics(s) -> tuple:
 
 
 def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
-    """Steps 1-12 of system s, which touches nothing but the ground (`contacts`, its own), from
+    """Steps 1-12 of system s, which touches no other robot (`contacts`: its own), from
     Pinocchio's M (`upper`) and h at the step's start: returns the WarmStart of its rows."""
+    st = _lean_stage(s, dt, upper, h_pin, u_pin, R)
+    if st.elimination is None and can_go_alone((s,), (st,), contacts):
+        return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
+    if st.elimination is not None or contacts:  # constraints, or its own bodies touching
+        return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
+    # no row: the solver's answer is u* (solve_impulses without rows)
+    s.finish_step(dt, st, st.u_star.copy(), {}, [], 0, False)
+    return WarmStart([], np.zeros(0))
+
+
+def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
+    """ArticulatedSystem.prepare_step of system s from Pinocchio's M (`upper`) and h at the
+    step's start: steps 1-3 and u* (_stage), the joint rows that act and, with loop or mimic
+    constraints, their elimination. The Stage and its arrays are s's scratch (_Scratch), but
+    for those that outlive the step (q_err, the actuators' state), made anew."""
     ws = _SCRATCH.get(s)
     if ws is None:
         ws = _SCRATCH[s] = _Scratch(s)
@@ -224,11 +240,4 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
         J, e, spans = constraint_rows(s)
         elim = Elimination(J, e, st.factor, st.u_star, beta(s.constraint_erp, dt))
         st.elimination, st.constraint_spans, st.u_free = elim, spans, elim.u0
-        return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
-    if can_go_alone((s,), (st,), contacts):
-        return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
-    if contacts:  # between its own bodies (self-collision): the general path's problem
-        return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
-    # no row: the solver's answer is u* (solve_impulses without rows)
-    s.finish_step(dt, st, ws.u_star.copy(), {}, [], 0, False)
-    return WarmStart([], np.zeros(0))
+    return st
