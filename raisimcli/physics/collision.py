@@ -174,6 +174,8 @@ class RobotShapes:
         self.poses = np.zeros((n, 4, 4))
         self.lowest = np.zeros(n)
         self._transforms = [coal.Transform3s() for _ in range(n)]
+        self._poses_version = 0  # bumped by each update of the poses
+        self._transform_version = [-1] * n  # the version each transform was set at
         # what the contact of each shape with the ground says of it (ContactSet's meta and
         # key), and ground_entries' results
         name = self.system.name
@@ -199,6 +201,7 @@ class RobotShapes:
         else:
             _world_poses(views[0], views[1], self.bodies, self.placements, self.poses)
         _lowest(self.poses, self.kind, self.extent, self.lowest)
+        self._poses_version += 1
 
     def update_near_ground(self, height: float, margin: float, reach: float, slack: float,
                            params: np.ndarray, bounds: np.ndarray | None = None,
@@ -217,12 +220,13 @@ class RobotShapes:
             self.entry_params[:n] = params[self.material_index[entries]]
             self.entry_bodies[:n] = self.bodies[entries]
             _robot_bounds(self.poses, self.radii, margin, bounds, row)
-            return n, others
+            return n, others  # (update() bumped the poses' version)
         n, others = _near_ground(views[0], views[1], self.bodies, self.placements, self.kind,
                                  self.extent, self.radii, reach, slack, height, margin,
                                  self.material_index, params, self.poses, self.lowest,
                                  self.entry_shape, self.entry_point, self.entry_distance,
                                  self.entry_params, self.entry_bodies, bounds, row)
+        self._poses_version += 1
         return int(n), int(others)
 
     def ground_entries(self, height: float, margin: float, reach: float, slack: float) -> \
@@ -240,9 +244,12 @@ class RobotShapes:
 
     def transform(self, k: int) -> coal.Transform3s:
         """Shape k's pose of the last update as a coal transform (one object per shape, set
-        again at each call)."""
-        T, pose = self._transforms[k], self.poses[k]
-        T.setTransform(pose[:3, :3], pose[:3, 3])
+        once after each update: a shape in several pairs is converted once)."""
+        T = self._transforms[k]
+        if self._transform_version[k] != self._poses_version:
+            pose = self.poses[k]
+            T.setTransform(pose[:3, :3], pose[:3, 3])
+            self._transform_version[k] = self._poses_version
         return T
 
 

@@ -510,13 +510,13 @@ class ContactWorld:
             (ra, a, ka), (rb, b, kb) = owners[i], owners[j]
             if ra is None:  # static never first (two static shapes are no pair)
                 (ra, a, ka), (rb, b, kb) = (rb, b, kb), (ra, a, ka)
-            pa = ra.poses[ka]
-            pb = rb.poses[kb] if rb is not None else b.placement
             if rb is ra and (a.body == b.body or frozenset((a.body, b.body)) in ra.excluded or
                              frozenset((a.link, b.link)) in ra.excluded):
                 continue  # self-collision (the only same-robot pairs): not these bodies
-            self._pair_contacts(ra.system, a, pa, rb.system if rb is not None else None, b,
-                                pb, contacts)
+            self._pair_contacts(ra.system, a, ra.transform(ka),
+                                rb.system if rb is not None else None, b,
+                                rb.transform(kb) if rb is not None else transform(b.placement),
+                                contacts)
         return contacts.contact_set()
 
     def _broad_phase_entries(self) -> tuple[list, np.ndarray, np.ndarray]:
@@ -638,12 +638,13 @@ class ContactWorld:
             rs.ground_params = (key, table)
         return rs.ground_params[1]
 
-    def _pair_contacts(self, sa, a, pa, sb, b, pb, contacts: "_Found") -> None:
+    def _pair_contacts(self, sa, a, Ta, sb, b, Tb, contacts: "_Found") -> None:
+        """The contacts of shape a (of system sa, at the coal transform Ta) with shape b."""
         pair = self.material_pair(a.material, b.material)
         name_b = b.link
         patches = a.kind in _PATCH_KINDS and b.kind in _PATCH_KINDS
-        for k, (p, n, d) in enumerate(self._collide(a.geometry, transform(pa), b.geometry,
-                                                    transform(pb), patches)):
+        for k, (p, n, d) in enumerate(self._collide(a.geometry, Ta, b.geometry, Tb,
+                                                    patches)):
             if not (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] > 0.0):
                 raise _no_direction(sa, a, sb, b)
             contacts.add(sa, a, sb, b.body, name_b, p, n, d, pair,
