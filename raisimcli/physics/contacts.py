@@ -353,18 +353,19 @@ def contact_frame(n) -> np.ndarray:
 MAX_PATCH_POINTS = 4
 
 
-def reduce_patch(points: list, normal) -> list:
+def reduce_patch(points, normal) -> list:
     """At most four points of a contact patch (a convex polygon in the plane of `normal`), in
     their order: all of them when there are four or fewer (a box's face), else the
     quadrilateral that spans it: the first corner p0, the corner p1 farthest from it, and on
     each side of the line p0 p1 the corner farthest from it. The quadrilateral carries every
     wrench whose centre of pressure lies inside it (for a regular polygon at least 2/pi of its
     area, reaching across its widest extent); the other corners would add rows (a 10-corner foot
-    sole: 30 rows for a 6-dimensional wrench) that slow the impulse solver's convergence."""
+    sole: 30 rows for a 6-dimensional wrench) that slow the impulse solver's convergence.
+    `points`: (k, 3), an array or a list of 3-vectors; the kept ones are its rows."""
     if len(points) <= MAX_PATCH_POINTS:
         return points
     corners = np.empty(3, dtype=np.int64)
-    _patch_corners(np.array(points, dtype=np.float64), np.asarray(normal, dtype=np.float64),
+    _patch_corners(np.asarray(points, dtype=np.float64), np.asarray(normal, dtype=np.float64),
                    corners)
     keep = sorted({0, *corners.tolist()})
     return [points[i] for i in keep]
@@ -557,7 +558,9 @@ class ContactWorld:
         for k in range(pres.numContactPatches()):
             patch = pres.getContactPatch(k)
             normal = -np.asarray(patch.getNormal())  # coal: from shape 1 to 2; ours: B to A
-            points = [np.asarray(patch.getPoint(i)) for i in range(patch.size())]
+            points = np.empty((patch.size(), 3))  # (each row a copy of coal's point)
+            for i in range(points.shape[0]):
+                points[i] = patch.getPoint(i)
             for p in reduce_patch(points, normal):
                 out.append((p, normal, float(patch.penetration_depth)))
         if not out:
