@@ -9,15 +9,15 @@ saved is the Python between them: per-system scratch is made once, and M and h i
 conventions, the PD error, the actuators, the implicit diagonal, the explicit pass and the joint
 rows' states are one compiled call (_stage).
 
-It applies (`applies`) when no robot has a spherical joint and World.integrate1 has not run.
-Each robot that touches no other robot is stepped on its own (_alone) from the stage made here
-(the loads set for the step included): by step/alone.py's call when its contacts are all with
-the static world (the ground, static boxes), RUNGE_KUTTA_4's four stages then run by
-ArticulatedSystem.finish_step from the impulses; by the general path's impulse problem
-(integrate2_systems) with loop or mimic constraints (their elimination made as
-ArticulatedSystem.prepare_step makes it) or with contacts between its own bodies
-(self-collision). Robots in contact with each other form an island of the general path
-(step/world_step.py). Everything else takes the general path.
+It applies (`applies`) unless World.integrate1 has run (integrate1 and integrate2 called by
+themselves, a controller between them, take the general path). Each robot that touches no other
+robot is stepped on its own (_alone) from the stage made here (the loads set for the step
+included): by step/alone.py's call when its contacts are all with the static world (the ground,
+static boxes), RUNGE_KUTTA_4's four stages then run by ArticulatedSystem.finish_step from the
+impulses; by the general path's impulse problem (integrate2_systems) with loop or mimic
+constraints (their elimination made as ArticulatedSystem.prepare_step makes it) or with contacts
+between its own bodies (self-collision). Robots in contact with each other form an island whose
+impulse problem the general path solves (step/world_step.py) from their stages made here.
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q,
     """Spec steps 1-3 and u* of step 4 after Pinocchio's crba (M_upper) and nonLinearEffects
     (h_pin): the loops of ArticulatedSystem._explicit_stage in its order. `flags`: T is the
     identity, PD mode, springs, the motor regions enforced, loads (their J^T F already in F's
-    tau_ext; else it is zeroed). M (the convention transform of
+    tau_ext; else it is zeroed), errors given (q_err and spring_err already written: a robot
+    with spherical joints, whose quaternion errors Conventions.difference takes). M (the
+    convention transform of
     Conventions.mass_matrix), h (Conventions.nonlinearities; h_pin as it is when T = I),
     q_err and spring_err (Conventions.difference without quaternions; 0 outside PD mode and
     without springs), the actuators' w_m, lo, hi, commanded, applied, tau_act end to end in
@@ -79,12 +81,16 @@ def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q,
             h[i] = h_pin[i]
     else:
         _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, h)
-    if flags[1]:
+    if flags[5]:  # (spherical joints: the caller has written both errors)
+        pass
+    elif flags[1]:
         _one_dof_difference(q, q_ref, one_q, one_u, q_err)
     else:
         for i in range(n):
             q_err[i] = 0.0
-    if flags[2]:
+    if flags[5]:
+        pass
+    elif flags[2]:
         _one_dof_difference(q, spring_rest, one_q, one_u, spring_err)
     else:
         for i in range(n):
@@ -116,7 +122,7 @@ def applies(world) -> bool:
     if not world.systems:
         return False
     for s in world.systems:
-        if s.conv.spherical or s.integrate1_pending:
+        if s.integrate1_pending:
             return False
     return True
 
@@ -128,7 +134,7 @@ class _Scratch:
     def __init__(self, s):
         nv, conv = s.nv, s.conv
         self.F = np.empty(3 * nv * nv + 7 * nv)  # _stage's scratch
-        self.flags = np.zeros(5, dtype=np.int64)  # _stage's
+        self.flags = np.zeros(6, dtype=np.int64)  # _stage's
         self.flags[0] = conv.identity
         self.M, self.h, self.L = np.empty((nv, nv)), np.empty(nv), np.empty((nv, nv))
         self.spring_err, self.tau_cmd, self.b = np.empty(nv), np.empty(nv), np.empty(nv)
@@ -218,6 +224,11 @@ def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
     if s.pending_loads:  # J^T F of the loads set for this step (_stage keeps it)
         st.tau_ext[:] = s.external_generalized_force()
     flags[4] = bool(s.pending_loads)
+    flags[5] = bool(conv.spherical)
+    if conv.spherical:  # quaternion errors: ArticulatedSystem._explicit_stage's, as it takes them
+        q_err[:] = conv.difference(q, s.q_ref, floating=False) if pd else 0.0
+        ws.spring_err[:] = conv.difference(q, s.spring_rest, floating=False) if s.springs \
+            else 0.0
     info = _stage(float(dt), flags, upper, h_pin, u_pin, conv.block_u,
                   conv.no_blocks if R is None else R, conv.floating_u, conv.one_dof_q,
                   conv.one_dof_u, q, u, kp, kd, s.q_ref, s.u_ref, s.tau_ff, s.tau_lower,
