@@ -81,20 +81,15 @@ def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q,
             h[i] = h_pin[i]
     else:
         _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, h)
-    if flags[5]:  # (spherical joints: the caller has written both errors)
-        pass
-    elif flags[1]:
-        _one_dof_difference(q, q_ref, one_q, one_u, q_err)
-    else:
-        for i in range(n):
-            q_err[i] = 0.0
-    if flags[5]:
-        pass
-    elif flags[2]:
-        _one_dof_difference(q, spring_rest, one_q, one_u, spring_err)
-    else:
-        for i in range(n):
-            spring_err[i] = 0.0
+    if not flags[5]:  # (spherical joints: the caller has written both errors)
+        if flags[1]:
+            _one_dof_difference(q, q_ref, one_q, one_u, q_err)
+        else:
+            q_err[:] = 0.0
+        if flags[2]:
+            _one_dof_difference(q, spring_rest, one_q, one_u, spring_err)
+        else:
+            spring_err[:] = 0.0
     tau_act = act[5 * n_act:5 * n_act + n]
     if n_act:
         _actuators(T, u, stall, back_emf, peak, tau_a, gear, flags[3] != 0, act[0:n_act],
