@@ -101,11 +101,12 @@ _install()
 
 
 # LLVM's optimisation level of the package's loops: 1, unless NUMBA_OPT says otherwise. Level 3
-# (numba's default) spent about 5 s more of a fresh environment's first run (17.2 s against
-# 12.3 s at level 0, where numba refuses to cache some loops; 15.2 s at 1) optimising loops whose time goes to the calls into them, not
-# to their arithmetic: the standing quadruped's step took the same 47.7-47.9 us at levels 1 and
-# 3 (benchmarks/README.md). The level changes no result: without fastmath LLVM keeps every
-# floating-point operation and its order at any level (the golden logs compare at rtol 0).
+# (numba's default) spent about 2 s more of a fresh environment's first run (17.2 s against 15.2 s
+# at level 1; 12.3 s at level 0, where numba refuses to cache some loops) optimising loops whose
+# time goes to the calls into them, not to their arithmetic: the standing quadruped's step took the
+# same 47.7-47.9 us at levels 1 and 3 (benchmarks/README.md). The level changes no result: without
+# fastmath LLVM keeps every floating-point operation and its order at any level (the golden logs
+# compare at rtol 0).
 _OPT = None if "NUMBA_OPT" in os.environ else 1
 
 

@@ -418,7 +418,8 @@ class ContactWorld:
         self._result = coal.CollisionResult()  # one result, cleared before each query
         self._broad = None  # see _broad_phase_entries
         self._pairs_version = 0  # set_material_pair's changes, for _ground_params
-        self._last_spheres = {}  # id(RobotShapes) -> (it, its shapes, meta, keys): _spheres_on_ground
+        # id(RobotShapes) -> (it, its shapes, meta, keys): _spheres_on_ground's last lists
+        self._last_spheres = {}
 
     # --- set-up ---------------------------------------------------------------------------------
     def set_ground(self, height: float = 0.0, material: str = "default") -> None:

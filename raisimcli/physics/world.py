@@ -137,8 +137,8 @@ class World:
         self.step_count += 1
 
     def integrate(self) -> None:
-        """One step: integrate1 then integrate2 (robots that need none of their bookkeeping take
-        the same step with fewer calls: raisimcli.physics.step.lean)."""
+        """One step: integrate1 then integrate2, taken with fewer calls as the same step
+        (raisimcli.physics.step.lean) unless the user's integrate1 has run."""
         if self.lean and lean.applies(self):
             self.contacts, self._warm_start = lean.step(self, self._warm_start)
             for s in self.systems:

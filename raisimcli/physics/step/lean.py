@@ -53,15 +53,14 @@ def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q,
     """Spec steps 1-3 and u* of step 4 after Pinocchio's crba (M_upper) and nonLinearEffects
     (h_pin): the loops of ArticulatedSystem._explicit_stage in its order. `flags`: T is the
     identity, PD mode, springs, the motor regions enforced, loads (their J^T F already in F's
-    tau_ext; else it is zeroed), errors given (q_err and spring_err already written: a robot
-    with spherical joints, whose quaternion errors Conventions.difference takes). M (the
-    convention transform of
-    Conventions.mass_matrix), h (Conventions.nonlinearities; h_pin as it is when T = I),
-    q_err and spring_err (Conventions.difference without quaternions; 0 outside PD mode and
-    without springs), the actuators' w_m, lo, hi, commanded, applied, tau_act end to end in
-    `act` (actuator_torques; tau_act 0 without actuators), w (implicit_diagonal), then
-    step/fused.py's pass and each joint's state (joint_rows._states). F: scratch. Returns the
-    Cholesky factor's info (0: M~ positive definite)."""
+    tau_ext; else it is zeroed), errors given (q_err and spring_err already written: a robot with
+    spherical joints, whose quaternion errors Conventions.difference takes). M (the convention
+    transform of Conventions.mass_matrix), h (Conventions.nonlinearities; h_pin as it is when T =
+    I), q_err and spring_err (Conventions.difference without quaternions; 0 outside PD mode and
+    without springs), the actuators' w_m, lo, hi, commanded, applied, tau_act end to end in `act`
+    (actuator_torques; tau_act 0 without actuators), w (implicit_diagonal), then step/fused.py's
+    pass and each joint's state (joint_rows._states). F: scratch. Returns the Cholesky factor's
+    info (0: M~ positive definite)."""
     n = u.shape[0]
     n_act = T.shape[0]
     M_pin = F[0:n * n].reshape((n, n))
@@ -190,7 +189,7 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
     """Steps 1-12 of system s, which touches no other robot (`contacts`: its own), from
     Pinocchio's M (`upper`) and h at the step's start: returns the WarmStart of its rows."""
     st = _lean_stage(s, dt, upper, h_pin, u_pin, R)
-    if st.elimination is None and can_go_alone((s,), (st,), contacts):
+    if can_go_alone((s,), (st,), contacts):  # (not with an elimination)
         return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
     if st.elimination is not None or contacts:  # constraints, or its own bodies touching
         return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
