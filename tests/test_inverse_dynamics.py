@@ -246,3 +246,28 @@ def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, ur
                 x, y = getattr(fast, name), getattr(slow, name)
                 assert np.array_equal(x, y, equal_nan=True), (name, np.max(np.abs(x - y)))
         s.pending_loads.clear()
+
+
+@pytest.mark.parametrize("urdf", ["quadruped.urdf", "arm7.urdf", "spherical_chain.urdf"])
+def test_the_steps_call_gives_the_bits_of_compute(rng, urdf):
+    """The step's call (after_step: the acceleration (u_next - u) / dt and Pinocchio's, in one
+    compiled loop) against compute with the acceleration taken by numpy and turned by
+    Conventions.pin_acceleration: the same bits, with and without loads (floating base, fixed
+    base, spherical joints)."""
+    from raisimcli.physics.articulated_system import PointLoad
+    w = World(0.001)
+    s = w.add_articulated_system(load_urdf(robot(urdf)))
+    s.set_compute_inverse_dynamics(True)
+    links = [link.name for link in s.model.links if link.inertial is not None]
+    for k in range(4):
+        q = s.conv.normalize(s.q + 0.3 * rng.standard_normal(s.nq))
+        s.set_state(q, rng.standard_normal(s.nv))
+        u_next = s.u + 0.01 * rng.standard_normal(s.nv)
+        loads = [PointLoad(links[-1], rng.standard_normal(3) * 20, None, False,
+                           world_point=s.get_frame_position(links[-1]))] if k % 2 else []
+        by_step = s._idyn.after_step(u_next, w.dt, loads, s.pinocchio_inputs())
+        by_compute = s._idyn.compute(s.q, s.u, (u_next - s.u) / w.dt, loads)
+        for name in ("force", "torque", "actuation"):
+            x, y = getattr(by_step, name), getattr(by_compute, name)
+            assert np.array_equal(x, y, equal_nan=True), (name, np.max(np.abs(x - y)))
+        assert np.isfinite(by_step.force).all() and np.abs(by_step.force).max() > 0

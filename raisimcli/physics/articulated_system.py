@@ -831,8 +831,9 @@ class ArticulatedSystem:
         q, u = self.q, self.u
         self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
-            self.joint_wrenches = self._idyn.compute(q, u, (u_next - u) / dt,
-                                                     self.pending_loads + point_loads, start_pin)
+            self.joint_wrenches = self._idyn.after_step(u_next, dt,
+                                                        self.pending_loads + point_loads,
+                                                        start_pin)
         self.torque = table
         self.actuator_state = act_state
         self.pd_error = s.q_err

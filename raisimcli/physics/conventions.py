@@ -141,6 +141,20 @@ def _pin_acceleration(a, bu, R, u_pin, floating_u, rotated, out):
 
 
 @kernel
+def _step_pin_acceleration(u_next, u, dt, identity, bu, R, u_pin, floating_u, a, rotated, out):
+    """out = _pin_acceleration(a, ...) of the step's acceleration a = (u_next - u) / dt, which
+    it writes into `a` (nv, 1) (out = a when T = I); `rotated` (nv, 1): scratch."""
+    n = u.shape[0]
+    for i in range(n):
+        a[i, 0] = (u_next[i] - u[i]) / dt
+    if identity:
+        for i in range(n):
+            out[i] = a[i, 0]
+        return
+    _pin_acceleration(a, bu, R, u_pin, floating_u, rotated, out)
+
+
+@kernel
 def _turn(q, qs, x, y, z, out):
     """out[qs:qs + 4] = quat_exp((x, y, z)) * q[qs:qs + 4], normalised: the operations of
     quat_exp, quat_multiply and linalg.norm in their order."""

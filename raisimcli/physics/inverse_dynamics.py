@@ -22,6 +22,7 @@ import pinocchio as pin
 from raisimcli.jit import kernel
 from raisimcli.linalg import dot, matmul
 from raisimcli.physics.contacts import ContactLoads
+from raisimcli.physics.conventions import _step_pin_acceleration
 from raisimcli.physics.pinocchio_views import checked_views
 
 
@@ -187,6 +188,40 @@ def _torques_and_actuation(force, moment, point, R, rows, bodies, axes, prismati
         actuation[k] = s
 
 
+@kernel
+def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_ang, mask,
+              scratch, force, moment, point, torque, actuation):
+    """_moving_wrenches, _fixed_wrenches and _torques_and_actuation in one call, their index
+    and constant arrays packed (InverseDynamics._packed): `ints` starts with the bounds of its
+    ten sections (moving rows, moving bodies, fixed rows, fixed bodies, in_off, hang_off,
+    hang bodies, 1-DoF rows, 1-DoF bodies, 1-DoF prismatic), `floats` holds the fixed joints'
+    frames (n_fixed, 3), the welded inertias' masses, levers (n_in, 3) and rotational
+    inertias (n_in, 3, 3), and the 1-DoF axes (n_one, 3), in that order."""
+    moving_rows, moving_bodies = ints[ints[0]:ints[1]], ints[ints[1]:ints[2]]
+    fixed_rows, fixed_bodies = ints[ints[2]:ints[3]], ints[ints[3]:ints[4]]
+    in_off, hang_off, hang_bodies = ints[ints[4]:ints[5]], ints[ints[5]:ints[6]], \
+        ints[ints[6]:ints[7]]
+    one_rows, one_bodies, prismatic = ints[ints[7]:ints[8]], ints[ints[8]:ints[9]], \
+        ints[ints[9]:ints[10]]
+    nf, n_in, n_one = fixed_rows.shape[0], in_off[in_off.shape[0] - 1], one_rows.shape[0]
+    a = 3 * nf
+    frames = floats[0:a].reshape((nf, 3))
+    in_mass = floats[a:a + n_in]
+    a += n_in
+    in_lever = floats[a:a + 3 * n_in].reshape((n_in, 3))
+    a += 3 * n_in
+    in_S = floats[a:a + 9 * n_in].reshape((n_in, 3, 3))
+    a += 9 * n_in
+    axes = floats[a:a + 3 * n_one].reshape((n_one, 3))
+    _moving_wrenches(R, T, L, A, moving_bodies, moving_rows, force, moment, point)
+    if nf:
+        _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, fixed_rows, fixed_bodies, frames,
+                        in_off, in_mass, in_lever, in_S, hang_off, hang_bodies, load_lin,
+                        load_ang, mask, scratch, force, moment, point)
+    _torques_and_actuation(force, moment, point, R, one_rows, one_bodies, axes, prismatic,
+                           torque, actuation)
+
+
 @dataclass
 class JointWrenches:
     """Per joint of the model (our joint order, fixed joints included): `force`, `torque`
@@ -262,6 +297,7 @@ class InverseDynamics:
                                   dtype=np.float64).reshape(-1, 3, 3)
             self._hang_off = np.cumsum([0] + [len(x[6]) for x in f]).astype(np.int64)
             self._hang_bodies = np.array([c for x in f for c in x[6]], dtype=np.int64)
+            self._ints, self._floats = self._packed()
         self._fext = pin.StdVec_Force()
         for _ in range(system.pinocchio.model.njoints):
             self._fext.append(pin.Force.Zero())
@@ -283,6 +319,20 @@ class InverseDynamics:
         self._no_loads = (np.zeros((0, 3)), np.zeros((0, 3)),
                           np.zeros((len(self.fixed), 0), dtype=np.bool_))
         self._nan = np.full(self.n, np.nan)
+        nv = system.nv  # after_step's acceleration, its rotation and Pinocchio's (scratch)
+        self._acc, self._rotated, self._a_pin = np.empty((nv, 1)), np.empty((nv, 1)), \
+            np.empty(nv)
+
+    def _packed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The index and constant arrays of the compiled passes as _wrenches takes them."""
+        sections = [self._moving_rows, self._moving_bodies, self._fixed_rows,
+                    self._fixed_bodies, self._in_off, self._hang_off, self._hang_bodies,
+                    self._one_rows, self._one_bodies, self._one_prismatic.astype(np.int64)]
+        bounds = np.cumsum([len(sections) + 1] + [len(x) for x in sections])
+        ints = np.concatenate([bounds] + sections).astype(np.int64)
+        floats = np.concatenate([x.ravel() for x in (
+            self._fixed_frames, self._in_mass, self._in_lever, self._in_S, self._one_axes)])
+        return ints, floats.astype(np.float64)
 
     def _mask(self, links: tuple) -> np.ndarray:
         """(n_fixed, n_loads): whether load k's link is welded beyond fixed joint i."""
@@ -349,8 +399,6 @@ class InverseDynamics:
         the step's point loads (see ArticulatedSystem); `pin_state`: (q_pin, u_pin, R) at (q, u)
         when the caller has them (the step's start), else they are computed here."""
         s = self.system
-        pm, data = s.pinocchio.model, self.data
-        s.sync_gravity(s.gravity)
         conv = s.conv
         if conv.identity:
             q_pin = q[s.pinocchio.q_to_pin]
@@ -360,6 +408,27 @@ class InverseDynamics:
                 pin_state = conv.pin_inputs(q, u, s.pinocchio.q_to_pin)
             q_pin, u_pin, R = pin_state
             a_pin = conv.pin_acceleration(R, a, u_pin)  # d/dt (T^T u)
+        return self._at(q_pin, u_pin, a_pin, loads)
+
+    def after_step(self, u_next, dt: float, loads, pin_state) -> JointWrenches:
+        """compute(q, u, (u_next - u) / dt, loads, pin_state) of the step that starts at the
+        system's state (q, u), with Pinocchio's inputs there `pin_state` (q_pin, u_pin, R): the
+        acceleration and Pinocchio's (Conventions.pin_acceleration) in one compiled call, into
+        scratch (rnea copies it), the same operations in the same order."""
+        s = self.system
+        conv = s.conv
+        q_pin, u_pin, R = pin_state
+        a_pin = self._a_pin
+        _step_pin_acceleration(u_next, s.u, float(dt), conv.identity, conv.block_u,
+                               conv.no_blocks if R is None else R, u_pin, conv.floating_u,
+                               self._acc, self._rotated, a_pin)
+        return self._at(q_pin, u_pin, a_pin, loads)
+
+    def _at(self, q_pin, u_pin, a_pin, loads) -> JointWrenches:
+        """The wrenches of Pinocchio's RNEA at (q_pin, u_pin, a_pin) with the step's `loads`."""
+        s = self.system
+        pm, data = s.pinocchio.model, self.data
+        s.sync_gravity(s.gravity)
         # external loads as spatial forces in each body's local frame (the step's kinematics)
         fext = self._fext
         per_link = []
@@ -386,39 +455,32 @@ class InverseDynamics:
         pin.rnea(pm, data, q_pin, u_pin, a_pin, fext)
 
         # every wrench about the world origin first, then moved to its joint's position at once
-        force = np.zeros((self.n, 3))
-        actuation = self._nan.copy()
-        if self._views is not None:
-            moment, point = self._moment, self._point
-            R, T, L, A = self._views
-            _moving_wrenches(R, T, L, A, self._moving_bodies, self._moving_rows, force, moment,
-                             point)
-        else:
-            moment, point = np.zeros((self.n, 3)), np.zeros((self.n, 3))
-            for k, body, j in self.moving:
-                oMb = data.oMi[body]
-                f_world = oMb.act(data.f[body])
-                force[k], moment[k], point[k] = f_world.linear, f_world.angular, oMb.translation
-        if self._views is not None and self.fixed:
-            (lR, lT), (vL, vA), (aL, aA) = self._extra
-            nl = len(per_link)
+        if self._views is not None:  # one compiled pass (_wrenches)
             if load_arrays is not None and load_arrays[0]:
                 links, load_lin, load_ang = load_arrays
                 mask = self._mask(links)
-            elif nl:
-                load_lin, load_ang = np.zeros((nl, 3)), np.zeros((nl, 3))
+            elif per_link:  # (no views of fext: the loads went through Pinocchio's objects)
+                load_lin, load_ang = np.zeros((len(per_link), 3)), np.zeros((len(per_link), 3))
                 for i, (_, _, f_local) in enumerate(per_link):
                     load_lin[i], load_ang[i] = f_local.linear, f_local.angular
                 mask = self._mask(tuple(link for link, _, _ in per_link))
             else:
                 load_lin, load_ang, mask = self._no_loads
-            R, T, L, A = self._views
-            _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, self._fixed_rows,
-                            self._fixed_bodies, self._fixed_frames, self._in_off, self._in_mass,
-                            self._in_lever, self._in_S, self._hang_off, self._hang_bodies,
-                            load_lin, load_ang, mask, self._fixed_scratch, force, moment, point)
-        for k, j, body, frame, welded, inertias, hanging in \
-                (self.fixed if self._views is None else ()):
+            force, torque = np.empty((self.n, 3)), np.empty((self.n, 3))
+            actuation = self._nan.copy()
+            (lR, lT), (vL, vA), (aL, aA) = self._extra
+            _wrenches(*self._views, lR, lT, vL, vA, aL, aA, self._ints, self._floats,
+                      load_lin, load_ang, mask, self._fixed_scratch, force, self._moment,
+                      self._point, torque, actuation)
+            return JointWrenches(force, torque, actuation)
+        force = np.zeros((self.n, 3))
+        actuation = self._nan.copy()
+        moment, point = np.zeros((self.n, 3)), np.zeros((self.n, 3))
+        for k, body, j in self.moving:
+            oMb = data.oMi[body]
+            f_world = oMb.act(data.f[body])
+            force[k], moment[k], point[k] = f_world.linear, f_world.angular, oMb.translation
+        for k, j, body, frame, welded, inertias, hanging in self.fixed:
             v, acc = data.v[body], data.a_gf[body]  # a_gf[0] = -gravity: the world's own
             w = pin.Force.Zero()
             for I in inertias:
@@ -431,12 +493,6 @@ class InverseDynamics:
             oMb = data.oMi[body]
             f_world = oMb.act(w)
             force[k], moment[k], point[k] = f_world.linear, f_world.angular, oMb.act(frame)
-        if self._views is not None:
-            torque = np.empty((self.n, 3))
-            _torques_and_actuation(force, moment, point, self._views[0], self._one_rows,
-                                   self._one_bodies, self._one_axes, self._one_prismatic, torque,
-                                   actuation)
-            return JointWrenches(force, torque, actuation)
         torque = moment - _cross_rows(point, force)
         for k, body, j in self.moving:
             if j.nv == 1:
