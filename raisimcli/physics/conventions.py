@@ -143,7 +143,8 @@ def _pin_acceleration(a, bu, R, u_pin, floating_u, rotated, out):
 @kernel
 def _step_pin_acceleration(u_next, u, dt, identity, bu, R, u_pin, floating_u, a, rotated, out):
     """out = _pin_acceleration(a, ...) of the step's acceleration a = (u_next - u) / dt, which
-    it writes into `a` (nv, 1) (out = a when T = I); `rotated` (nv, 1): scratch."""
+    it writes into `a` (nv, 1) (out = a when T = I); `rotated` (nv, 1): scratch. (Its lines
+    rather than a call: numba would compile _pin_acceleration once more for this caller.)"""
     n = u.shape[0]
     for i in range(n):
         a[i, 0] = (u_next[i] - u[i]) / dt
@@ -151,7 +152,10 @@ def _step_pin_acceleration(u_next, u, dt, identity, bu, R, u_pin, floating_u, a,
         for i in range(n):
             out[i] = a[i, 0]
         return
-    _pin_acceleration(a, bu, R, u_pin, floating_u, rotated, out)
+    _rotate_rows(a, bu, R, True, rotated)
+    _bias(u_pin, floating_u, out)
+    for i in range(n):
+        out[i] = rotated[i, 0] + out[i]
 
 
 @kernel

@@ -78,23 +78,6 @@ def _loads_in_body_frames(R, T, bodies, points, vectors, torques, cleared, f_lin
 
 
 @kernel
-def _moving_wrenches(R, T, L, A, bodies, rows, force, moment, point):
-    """For each moving joint (row rows[n], child body bodies[n]): its wrench f in the world
-    frame about the world origin, oMi.act(f) = (R f_lin, R f_ang + p x R f_lin), with the
-    operations of Pinocchio's SE3::act in its order, and its position p."""
-    for n in range(bodies.shape[0]):
-        b, k = bodies[n], rows[n]
-        for i in range(3):
-            force[k, i] = _rotate(R, b, L, b, i)
-        p0, p1, p2 = T[b, 0], T[b, 1], T[b, 2]
-        f0, f1, f2 = force[k, 0], force[k, 1], force[k, 2]
-        c = (p1 * f2 - p2 * f1, p2 * f0 - p0 * f2, p0 * f1 - p1 * f0)
-        for i in range(3):
-            moment[k, i] = _rotate(R, b, A, b, i) + c[i]
-            point[k, i] = T[b, i]
-
-
-@kernel
 def _inertia_times(mass, c, S, lin, ang, f_lin, f_ang):
     """Pinocchio's Inertia * Motion in its order: f_lin = m (v - c x w), f_ang = S w + c x f_lin."""
     x0 = lin[0] - (c[1] * ang[2] - c[2] * ang[1])
@@ -107,14 +90,58 @@ def _inertia_times(mass, c, S, lin, ang, f_lin, f_ang):
 
 
 @kernel
-def _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, rows, bodies, frames, in_off, in_mass,
-                    in_lever, in_S, hang_off, hang_bodies, load_lin, load_ang, mask, scratch,
-                    force, moment, point):
-    """Each fixed joint's wrench, as the element path computes it with Pinocchio's objects: the
-    welded links' inertial wrenches I a + v x* (I v), less their loads, plus the wrenches of the
-    moving joints hanging from them (liMi.act(f)), moved to the world frame (oMi.act), every
-    operation in the order of Pinocchio's compiled code. `scratch` (11, 3): the 3-vectors of
-    the pass (no array is made inside: each would cost numba compile time)."""
+def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_ang, mask,
+              scratch, force, moment, point, torque, actuation):
+    """Every joint's wrench in the world frame from the RNEA's data (views R, T of oMi, L, A of
+    f, lR, lT of liMi, vL, vA of v, aL, aA of a_gf), in three passes, each operation in the
+    order of Pinocchio's compiled code (its SE3::act, Inertia * Motion, cross products):
+
+    1. each moving joint: its force f_i moved to the world frame about the world origin,
+       oMi.act(f) = (R f_lin, R f_ang + p x R f_lin), and the joint's position p;
+    2. each fixed joint: what the links welded beyond it need, their inertial wrenches
+       I a + v x* (I v), less their loads (load_lin, load_ang: local spatial forces; `mask`
+       (n_fixed, n_loads): whether each load's link is welded beyond it), plus the wrenches
+       of the moving joints hanging from them (liMi.act(f)), moved to the world frame, and
+       the joint's frame origin in the world;
+    3. torque = moment - point x force (about each joint's position), and for each 1-DoF joint
+       axis . torque (axis . force for a prismatic one), the axis in the world frame.
+
+    `ints` starts with the bounds of its ten sections (moving rows, moving bodies, fixed rows,
+    fixed bodies, in_off, hang_off, hang bodies, 1-DoF rows, 1-DoF bodies, 1-DoF prismatic);
+    `floats` holds the fixed joints' frames (n_fixed, 3), the welded inertias' masses, levers
+    (n_in, 3) and rotational inertias (n_in, 3, 3), and the 1-DoF axes (n_one, 3), in that
+    order (InverseDynamics._packed). One kernel rather than one per pass: numba compiles each
+    callee on its own and again inside its caller. `scratch` (11, 3): the 3-vectors of pass 2
+    (no array is made inside: each would cost numba compile time); `moment`, `point`
+    (n_joints, 3): scratch."""
+    moving_rows, moving_bodies = ints[ints[0]:ints[1]], ints[ints[1]:ints[2]]
+    rows, bodies = ints[ints[2]:ints[3]], ints[ints[3]:ints[4]]
+    in_off, hang_off, hang_bodies = ints[ints[4]:ints[5]], ints[ints[5]:ints[6]], \
+        ints[ints[6]:ints[7]]
+    one_rows, one_bodies, prismatic = ints[ints[7]:ints[8]], ints[ints[8]:ints[9]], \
+        ints[ints[9]:ints[10]]
+    nf, n_in, n_one = rows.shape[0], in_off[in_off.shape[0] - 1], one_rows.shape[0]
+    a = 3 * nf
+    frames = floats[0:a].reshape((nf, 3))
+    in_mass = floats[a:a + n_in]
+    a += n_in
+    in_lever = floats[a:a + 3 * n_in].reshape((n_in, 3))
+    a += 3 * n_in
+    in_S = floats[a:a + 9 * n_in].reshape((n_in, 3, 3))
+    a += 9 * n_in
+    axes = floats[a:a + 3 * n_one].reshape((n_one, 3))
+    # 1. the moving joints
+    for n in range(moving_bodies.shape[0]):
+        b, k = moving_bodies[n], moving_rows[n]
+        for i in range(3):
+            force[k, i] = _rotate(R, b, L, b, i)
+        p0, p1, p2 = T[b, 0], T[b, 1], T[b, 2]
+        f0, f1, f2 = force[k, 0], force[k, 1], force[k, 2]
+        px = (p1 * f2 - p2 * f1, p2 * f0 - p0 * f2, p0 * f1 - p1 * f0)
+        for i in range(3):
+            moment[k, i] = _rotate(R, b, A, b, i) + px[i]
+            point[k, i] = T[b, i]
+    # 2. the fixed joints
     w_lin, w_ang = scratch[0], scratch[1]
     ia_lin, ia_ang, iv_lin, iv_ang = scratch[2], scratch[3], scratch[4], scratch[5]
     x_lin, x_ang = scratch[6], scratch[7]
@@ -164,21 +191,15 @@ def _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, rows, bodies, frames, in
                 (T[b, (i + 1) % 3] * force[k, (i + 2) % 3] - T[b, (i + 2) % 3] * force[k, (i + 1) % 3])
         for i in range(3):
             point[k, i] = _rotate(R, b, fr, 0, i) + T[b, i]
-
-
-@kernel
-def _torques_and_actuation(force, moment, point, R, rows, bodies, axes, prismatic, torque,
-                           actuation):
-    """torque = moment - point x force (about each joint's position), and for each 1-DoF joint
-    axis . torque (axis . force for a prismatic one) with the axis in the world frame."""
+    # 3. the torques about the joints' positions, the actuation along 1-DoF axes
     for k in range(force.shape[0]):
         a0, a1, a2 = point[k, 0], point[k, 1], point[k, 2]
         b0, b1, b2 = force[k, 0], force[k, 1], force[k, 2]
         torque[k, 0] = moment[k, 0] - (a1 * b2 - a2 * b1)
         torque[k, 1] = moment[k, 1] - (a2 * b0 - a0 * b2)
         torque[k, 2] = moment[k, 2] - (a0 * b1 - a1 * b0)
-    for n in range(rows.shape[0]):
-        k, b = rows[n], bodies[n]
+    for n in range(one_rows.shape[0]):
+        k, b = one_rows[n], one_bodies[n]
         s = 0.0
         for i in range(3):
             w = 0.0
@@ -186,40 +207,6 @@ def _torques_and_actuation(force, moment, point, R, rows, bodies, axes, prismati
                 w += R[b, i, p] * axes[n, p]
             s += w * (force[k, i] if prismatic[n] else torque[k, i])
         actuation[k] = s
-
-
-@kernel
-def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_ang, mask,
-              scratch, force, moment, point, torque, actuation):
-    """_moving_wrenches, _fixed_wrenches and _torques_and_actuation in one call, their index
-    and constant arrays packed (InverseDynamics._packed): `ints` starts with the bounds of its
-    ten sections (moving rows, moving bodies, fixed rows, fixed bodies, in_off, hang_off,
-    hang bodies, 1-DoF rows, 1-DoF bodies, 1-DoF prismatic), `floats` holds the fixed joints'
-    frames (n_fixed, 3), the welded inertias' masses, levers (n_in, 3) and rotational
-    inertias (n_in, 3, 3), and the 1-DoF axes (n_one, 3), in that order."""
-    moving_rows, moving_bodies = ints[ints[0]:ints[1]], ints[ints[1]:ints[2]]
-    fixed_rows, fixed_bodies = ints[ints[2]:ints[3]], ints[ints[3]:ints[4]]
-    in_off, hang_off, hang_bodies = ints[ints[4]:ints[5]], ints[ints[5]:ints[6]], \
-        ints[ints[6]:ints[7]]
-    one_rows, one_bodies, prismatic = ints[ints[7]:ints[8]], ints[ints[8]:ints[9]], \
-        ints[ints[9]:ints[10]]
-    nf, n_in, n_one = fixed_rows.shape[0], in_off[in_off.shape[0] - 1], one_rows.shape[0]
-    a = 3 * nf
-    frames = floats[0:a].reshape((nf, 3))
-    in_mass = floats[a:a + n_in]
-    a += n_in
-    in_lever = floats[a:a + 3 * n_in].reshape((n_in, 3))
-    a += 3 * n_in
-    in_S = floats[a:a + 9 * n_in].reshape((n_in, 3, 3))
-    a += 9 * n_in
-    axes = floats[a:a + 3 * n_one].reshape((n_one, 3))
-    _moving_wrenches(R, T, L, A, moving_bodies, moving_rows, force, moment, point)
-    if nf:
-        _fixed_wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, fixed_rows, fixed_bodies, frames,
-                        in_off, in_mass, in_lever, in_S, hang_off, hang_bodies, load_lin,
-                        load_ang, mask, scratch, force, moment, point)
-    _torques_and_actuation(force, moment, point, R, one_rows, one_bodies, axes, prismatic,
-                           torque, actuation)
 
 
 @dataclass
