@@ -364,11 +364,30 @@ def reduce_patch(points, normal) -> list:
     `points`: (k, 3), an array or a list of 3-vectors; the kept ones are its rows."""
     if len(points) <= MAX_PATCH_POINTS:
         return points
-    corners = np.empty(3, dtype=np.int64)
-    _patch_corners(np.asarray(points, dtype=np.float64), np.asarray(normal, dtype=np.float64),
-                   corners)
-    keep = sorted({0, *corners.tolist()})
+    keep = _kept_corners(np.asarray(points, dtype=np.float64),
+                         np.asarray(normal, dtype=np.float64))
     return [points[i] for i in keep]
+
+
+def _kept_corners(P: np.ndarray, normal: np.ndarray) -> list[int]:
+    """The rows of P (k > 4, 3) that reduce_patch keeps, in order."""
+    corners = np.empty(3, dtype=np.int64)
+    _patch_corners(P, normal, corners)
+    return sorted({0, *corners.tolist()})
+
+
+@kernel
+def _kept_rows(P, normal, corners, out) -> int:
+    """The rows of P (k > 4, 3) that reduce_patch keeps (_kept_corners), copied into out (4, 3)
+    in their order; returns how many (`corners` (3,): scratch)."""
+    _patch_corners(P, normal, corners)
+    n = 0
+    for i in range(P.shape[0]):
+        if i == 0 or i == corners[0] or i == corners[1] or i == corners[2]:
+            for j in range(3):
+                out[n, j] = P[i, j]
+            n += 1
+    return n
 
 
 @kernel
@@ -415,6 +434,8 @@ class ContactWorld:
         self._request = coal.CollisionRequest()
         self._request.num_max_contacts = 8
         self._patch_request = coal.ContactPatchRequest()
+        self._patch_result = coal.ContactPatchResult(self._patch_request)
+        self._corners = np.empty(3, dtype=np.int64)  # _kept_rows' scratch
         self._result = coal.CollisionResult()  # one result, cleared before each query
         self._broad = None  # see _broad_phase_entries
         self._pairs_version = 0  # set_material_pair's changes, for _ground_params
@@ -543,37 +564,55 @@ class ContactWorld:
             self._broad = (key, owners, group, self_pairs)
         return self._broad[1:]
 
-    def _collide(self, ga, Ta, gb, Tb, patches: bool):
+    def _collide(self, ga, Ta, gb, Tb, patches: bool) -> tuple[list, list]:
+        """coal's contacts of shape a (its geometry ga at the coal transform Ta) with shape b, as
+        (patches, points), one of them empty: with `patches` (two shapes with faces), each
+        contact patch's (points (k, 3): the corners reduce_patch keeps, normal (3,), depth);
+        else, and when coal finds no patch, each contact's (point, normal, depth). Normals
+        point from b to a."""
         res = self._result
         res.clear()
         if not coal.collide(ga, Ta, gb, Tb, self._request, res):
-            return []
+            return [], []
+        if patches:
+            # (one result, reused: computeContactPatch clears it first)
+            pres = self._patch_result
+            coal.computeContactPatch(ga, Ta, gb, Tb, res, self._patch_request, pres)
+            found = []
+            for k in range(pres.numContactPatches()):
+                patch = pres.getContactPatch(k)
+                normal = -np.asarray(patch.getNormal())  # coal: from shape 1 to 2; ours: B to A
+                points = np.empty((patch.size(), 3))  # (each row a copy of coal's point)
+                for i in range(points.shape[0]):
+                    points[i] = patch.getPoint(i)
+                if points.shape[0] > MAX_PATCH_POINTS:
+                    kept = np.empty((MAX_PATCH_POINTS, 3))
+                    points = kept[:_kept_rows(points, normal, self._corners, kept)]
+                if points.shape[0]:
+                    found.append((points, normal, float(patch.penetration_depth)))
+            if found:
+                return found, []
         # (res.getContact(i), not iteration over res.getContacts(): that costs 5 us a contact;
         # pos and normal are copies, they outlive the next query)
         contacts = [res.getContact(i) for i in range(res.numContacts())]
         if not patches:  # a sphere or a capsule touches in one point
-            return [(c.pos, -c.normal, c.penetration_depth) for c in contacts]
-        pres = coal.ContactPatchResult(self._patch_request)
-        coal.computeContactPatch(ga, Ta, gb, Tb, res, self._patch_request, pres)
-        out = []
-        for k in range(pres.numContactPatches()):
-            patch = pres.getContactPatch(k)
-            normal = -np.asarray(patch.getNormal())  # coal: from shape 1 to 2; ours: B to A
-            points = np.empty((patch.size(), 3))  # (each row a copy of coal's point)
-            for i in range(points.shape[0]):
-                points[i] = patch.getPoint(i)
-            for p in reduce_patch(points, normal):
-                out.append((p, normal, float(patch.penetration_depth)))
-        if not out:
-            for c in contacts:
-                out.append((np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth)))
-        return out
+            return [], [(c.pos, -c.normal, c.penetration_depth) for c in contacts]
+        return [], [(np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth))
+                    for c in contacts]
 
     def _ground_contacts(self, system, shape, placement, contacts: "_Found") -> None:
         """The contacts of `shape` (at the coal.Transform3s `placement`) with the ground."""
+        found, points = self._collide(shape.geometry, placement, self._ground, self._identity,
+                                      shape.kind in _PATCH_KINDS)
+        if not (found or points):
+            return
         pair = self.material_pair(shape.material, self.ground_material)
-        for k, (p, n, d) in enumerate(self._collide(shape.geometry, placement, self._ground,
-                                                    self._identity, shape.kind in _PATCH_KINDS)):
+        k = 0
+        for ps, n, d in found:
+            keys = [(system.name, shape.index, "ground", k + i) for i in range(ps.shape[0])]
+            contacts.add_patch(system, shape, None, -1, "ground", ps, n, d, pair, keys)
+            k += ps.shape[0]
+        for k, (p, n, d) in enumerate(points):
             contacts.add(system, shape, None, -1, "ground", p, n, d, pair,
                          (system.name, shape.index, "ground", k))
 
@@ -644,15 +683,24 @@ class ContactWorld:
 
     def _pair_contacts(self, sa, a, Ta, sb, b, Tb, contacts: "_Found") -> None:
         """The contacts of shape a (of system sa, at the coal transform Ta) with shape b."""
+        found, points = self._collide(a.geometry, Ta, b.geometry, Tb,
+                                      a.kind in _PATCH_KINDS and b.kind in _PATCH_KINDS)
+        if not (found or points):
+            return
         pair = self.material_pair(a.material, b.material)
-        name_b = b.link
-        patches = a.kind in _PATCH_KINDS and b.kind in _PATCH_KINDS
-        for k, (p, n, d) in enumerate(self._collide(a.geometry, Ta, b.geometry, Tb,
-                                                    patches)):
+        name_b, name_sb = b.link, sb.name if sb is not None else None
+        k = 0
+        for ps, n, d in found:
+            if not (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] > 0.0):
+                raise _no_direction(sa, a, sb, b)
+            keys = [(sa.name, a.index, name_sb, b.index, k + i) for i in range(ps.shape[0])]
+            contacts.add_patch(sa, a, sb, b.body, name_b, ps, n, d, pair, keys)
+            k += ps.shape[0]
+        for k, (p, n, d) in enumerate(points):
             if not (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] > 0.0):
                 raise _no_direction(sa, a, sb, b)
             contacts.add(sa, a, sb, b.body, name_b, p, n, d, pair,
-                         (sa.name, a.index, sb.name if sb is not None else None, b.index, k))
+                         (sa.name, a.index, name_sb, b.index, k))
 
 
 def _no_direction(sa, a, sb, b) -> StateError:
@@ -681,28 +729,48 @@ class _Found:
         # per block: (points (k, 3), normals (k, 3) or None for the ground's +z, distance (k,),
         # params (k, 5), bodies_a (k,)); contacts added one by one wait in _rows
         self._blocks: list[tuple] = []
-        self._rows: list[tuple] = []  # (point, normal, distance, params, body_a)
+        # (point or points (k, 3), normal, distance, params, body_a, k) of add and add_patch
+        self._rows: list[tuple] = []
 
     def add(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> None:
         self.meta.append((system, shape.body, shape.link, system_b, body_b, name_b))
         self.keys.append(key)
         self._rows.append((p, n, d, (pair.friction, pair.restitution,
                                      pair.restitution_threshold, self.erp, self.slop),
-                           shape.body))
+                           shape.body, 1))
+
+    def add_patch(self, system, shape, system_b, body_b, name_b, points, normal, depth, pair,
+                  keys) -> None:
+        """The kept corners `points` (k, 3) of one contact patch, each a contact with the
+        patch's `normal` and `depth`: what add would make of them one by one, kept as one
+        entry until _end_rows."""
+        k = points.shape[0]
+        self.meta.extend([(system, shape.body, shape.link, system_b, body_b, name_b)] * k)
+        self.keys.extend(keys)
+        self._rows.append((points, normal, depth, (pair.friction, pair.restitution,
+                                                   pair.restitution_threshold, self.erp,
+                                                   self.slop), shape.body, k))
 
     def _end_rows(self) -> None:
-        """The contacts added one by one so far, as a block."""
+        """The contacts added (add, add_patch) so far, as a block."""
         rows = self._rows
         if not rows:
             return
-        k = len(rows)
-        p, n, d, params, bodies = zip(*rows)
-        normals = None if all(v is _UP for v in n) else \
-            np.array(n, dtype=np.float64).reshape(k, 3)
-        self._blocks.append((np.array(p, dtype=np.float64).reshape(k, 3), normals,
-                             np.array(d, dtype=np.float64),
-                             np.array(params, dtype=np.float64).reshape(k, 5),
-                             np.array(bodies, dtype=np.int64)))
+        n = len(rows)
+        p, normal, d, params, bodies, counts = zip(*rows)
+        normals = None if all(v is _UP for v in normal) else \
+            np.array(normal, dtype=np.float64).reshape(n, 3)
+        params = np.array(params, dtype=np.float64).reshape(n, 5)
+        d, bodies = np.array(d, dtype=np.float64), np.array(bodies, dtype=np.int64)
+        if sum(counts) == n:  # one contact an entry
+            points = np.array(p, dtype=np.float64).reshape(n, 3)
+        else:  # patches among them: each entry's contacts with its normal, depth, params
+            points = np.concatenate([np.asarray(x, dtype=np.float64).reshape(k, 3)
+                                     for x, k in zip(p, counts)])
+            normals = None if normals is None else np.repeat(normals, counts, axis=0)
+            params, d = np.repeat(params, counts, axis=0), np.repeat(d, counts)
+            bodies = np.repeat(bodies, counts)
+        self._blocks.append((points, normals, d, params, bodies))
         self._rows = []
 
     def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int) -> None:
