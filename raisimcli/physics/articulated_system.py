@@ -502,8 +502,12 @@ class ArticulatedSystem:
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
         key = ("V", g.tobytes())
         if key not in self._cache:
-            com = self.get_center_of_mass()
-            self._cache[key] = -float(self._total_mass * dot(g, com))
+            (g0, g1, g2), (c0, c1, c2) = g.reshape(-1).tolist(), self.get_center_of_mass().tolist()
+            gc = 0.0  # dot(g, com) in Python floats: the products summed in index order from 0
+            gc += g0 * c0
+            gc += g1 * c1
+            gc += g2 * c2
+            self._cache[key] = -float(self._total_mass * gc)
         return self._cache[key]
 
     def get_generalized_momentum(self) -> np.ndarray:

@@ -49,10 +49,10 @@ class ResolvedRobot:
     control_mode: str | None
     kp: np.ndarray | None
     kd: np.ndarray | None
-    targets: list = field(default_factory=list)           # (q index, f(t))
-    velocity_targets: list = field(default_factory=list)  # (u index, f(t))
-    feedforward: list = field(default_factory=list)       # (u index, f(t))
-    actuator_torques: list = field(default_factory=list)  # (actuator index, f(t))
+    targets: list = field(default_factory=list)           # (q index, f(t), f is constant)
+    velocity_targets: list = field(default_factory=list)  # (u index, f(t), f is constant)
+    feedforward: list = field(default_factory=list)       # (u index, f(t), f is constant)
+    actuator_torques: list = field(default_factory=list)  # (actuator index, f(t), constant)
     bus_voltage: dict = field(default_factory=dict)       # actuator name (None: all) -> V
     operating_region: bool = True
     damping: dict = field(default_factory=dict)           # u index -> b
@@ -397,22 +397,22 @@ def _resolve_robot(path, base, i, r: S.Robot, spec: S.Scenario, strict: bool,
                     raise ScenarioError(f"{where}.pd.{label}.{k}: unknown joint {k!r}"
                                         f"{did_you_mean(k, one_names)}; expected one of the 1-DoF "
                                         f"joints {', '.join(one_names)}")
-                f, _ = compile_schedule(sched, base, f"{where}.pd.{label}.{k}")
-                dest.append((index(one_dof[one_names.index(k)]), f))
+                f, constant = compile_schedule(sched, base, f"{where}.pd.{label}.{k}")
+                dest.append((index(one_dof[one_names.index(k)]), f, constant))
     for k, sched in r.feedforward.items():
         if k not in model.dof_names:
             raise ScenarioError(f"{where}.feedforward.{k}: unknown DoF {k!r}"
                                 f"{did_you_mean(k, model.dof_names)}; expected one of "
                                 f"{', '.join(model.dof_names)}")
-        f, _ = compile_schedule(sched, base, f"{where}.feedforward.{k}")
-        out.feedforward.append((model.dof_names.index(k), f))
+        f, constant = compile_schedule(sched, base, f"{where}.feedforward.{k}")
+        out.feedforward.append((model.dof_names.index(k), f, constant))
     act_names = tuple(a.name for a in model.actuators)
     for k, sched in r.actuators.torque.items():
         if k not in act_names:
             raise ScenarioError(f"{where}.actuators.torque.{k}: unknown actuator {k!r}; expected "
                                 f"one of {', '.join(act_names) or '(this robot has none)'}")
-        f, _ = compile_schedule(sched, base, f"{where}.actuators.torque.{k}")
-        out.actuator_torques.append((act_names.index(k), f))
+        f, constant = compile_schedule(sched, base, f"{where}.actuators.torque.{k}")
+        out.actuator_torques.append((act_names.index(k), f, constant))
     bv = r.actuators.bus_voltage
     if bv is not None:
         if not act_names:

@@ -69,21 +69,33 @@ class _RobotDriver:
         self.tau_ff = np.zeros(s.nv)
         self.tau_a = np.zeros(len(s.model.actuators))
         self.has_targets = bool(spec.targets or spec.velocity_targets)
+        # each command's schedules: the constant ones written into its array here, once; the
+        # others (index, f) evaluated before every step (the command itself is set every step,
+        # over whatever a controller set in the last one)
+        self._varying = []
+        for schedules, values in ((spec.targets, self.q_ref), (spec.velocity_targets, self.u_ref),
+                                  (spec.feedforward, self.tau_ff),
+                                  (spec.actuator_torques, self.tau_a)):
+            for i, f, constant in schedules:
+                if constant:
+                    values[i] = f(0.0)
+            self._varying.append([(i, f) for i, f, constant in schedules if not constant])
 
     def apply(self, t: float) -> None:
         s, spec = self.system, self.spec
+        targets, velocity_targets, feedforward, actuator_torques = self._varying
         if self.has_targets:
-            for i, f in spec.targets:
+            for i, f in targets:
                 self.q_ref[i] = f(t)
-            for i, f in spec.velocity_targets:
+            for i, f in velocity_targets:
                 self.u_ref[i] = f(t)
             s.set_pd_target(self.q_ref, self.u_ref)
         if spec.feedforward:
-            for i, f in spec.feedforward:
+            for i, f in feedforward:
                 self.tau_ff[i] = f(t)
             s.set_generalized_force(self.tau_ff)
         if spec.actuator_torques:
-            for i, f in spec.actuator_torques:
+            for i, f in actuator_torques:
                 self.tau_a[i] = f(t)
             s.set_actuator_torques(self.tau_a)
         for ld in spec.loads:
