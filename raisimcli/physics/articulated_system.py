@@ -15,7 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import StateError
-from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, dot, first_beyond, matmul, norm, \
+from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, norm, \
     quadratic_form
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.conventions import Conventions, _rotate_columns
@@ -832,7 +832,6 @@ class ArticulatedSystem:
         """The step's results become the state: q_{t+1}, u_{t+1}, the torque table, the actuator
         states, the joint wrenches (inverse dynamics, from Pinocchio's inputs at the step's
         start `start_pin`, with the contact forces `point_loads`), the PD error, had_contact."""
-        q, u = self.q, self.u
         self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.after_step(u_next, dt,
