@@ -1063,28 +1063,6 @@ def test_a_patch_of_more_than_four_corners_is_reduced_to_the_four_that_span_it()
                    for x0, y0, x1, y1 in edges)
 
 
-def test_the_detections_kept_corners_are_reduce_patchs():
-    """The compiled copy of the kept corners that detection makes (_kept_rows) against
-    reduce_patch's rows of the same polygon: the same rows in the same order, for regular and
-    random convex polygons of 5 to 16 corners, and for collinear and repeated corners."""
-    from raisimcli.physics.contacts import _kept_rows, reduce_patch
-    rng = np.random.default_rng(8)
-    cases = []
-    for n in range(5, 17):
-        R = _random_rotation(rng)
-        a = np.sort(rng.uniform(0, 2 * np.pi, n)) if n % 2 else 2 * np.pi * np.arange(n) / n
-        ring = np.column_stack([np.cos(a), np.sin(a), np.zeros(n)]) * rng.uniform(0.005, 0.05)
-        cases.append((ring @ R.T + rng.normal(size=3), R[:, 2]))
-    line = np.outer(np.linspace(0, 1, 6), [1.0, 2.0, 0.0])  # collinear: ties everywhere
-    cases.append((line, np.array([0.0, 0.0, 1.0])))
-    cases.append((np.repeat(line[:3], 2, axis=0), np.array([0.0, 0.0, 1.0])))  # repeated
-    for P, normal in cases:
-        out, corners = np.empty((4, 3)), np.empty(3, dtype=np.int64)
-        k = _kept_rows(np.ascontiguousarray(P), np.ascontiguousarray(normal), corners, out)
-        expected = np.array(reduce_patch([row for row in P], normal))
-        assert k == len(expected) and np.array_equal(out[:k], expected)
-
-
 def test_an_octagonal_prism_rests_on_four_of_its_eight_corners(tmp_path):
     """A convex mesh with an 8-corner bottom face (an octagonal prism, 1 kg) resting on the
     ground: coal's patch has 8 corners, the contacts are 4 of them, and they carry the weight

@@ -364,28 +364,21 @@ def reduce_patch(points, normal) -> list:
     `points`: (k, 3), an array or a list of 3-vectors; the kept ones are its rows."""
     if len(points) <= MAX_PATCH_POINTS:
         return points
-    keep = _kept_corners(np.asarray(points, dtype=np.float64),
-                         np.asarray(normal, dtype=np.float64))
-    return [points[i] for i in keep]
-
-
-def _kept_corners(P: np.ndarray, normal: np.ndarray) -> list[int]:
-    """The rows of P (k > 4, 3) that reduce_patch keeps, in order."""
-    corners = np.empty(3, dtype=np.int64)
-    _patch_corners(P, normal, corners)
-    return sorted({0, *corners.tolist()})
+    keep = np.empty(MAX_PATCH_POINTS, dtype=np.int64)
+    k = _kept_index(np.asarray(points, dtype=np.float64), np.asarray(normal, dtype=np.float64),
+                    np.empty(3, dtype=np.int64), keep)
+    return [points[i] for i in keep[:k].tolist()]
 
 
 @kernel
-def _kept_rows(P, normal, corners, out) -> int:
-    """The rows of P (k > 4, 3) that reduce_patch keeps (_kept_corners), copied into out (4, 3)
-    in their order; returns how many (`corners` (3,): scratch)."""
+def _kept_index(P, normal, corners, out) -> int:
+    """The rows of P (k > 4, 3) that reduce_patch keeps, in order, into out (4,): row 0 and the
+    corners of _patch_corners, each once; returns how many (`corners` (3,): scratch)."""
     _patch_corners(P, normal, corners)
     n = 0
     for i in range(P.shape[0]):
         if i == 0 or i == corners[0] or i == corners[1] or i == corners[2]:
-            for j in range(3):
-                out[n, j] = P[i, j]
+            out[n] = i
             n += 1
     return n
 
@@ -435,7 +428,8 @@ class ContactWorld:
         self._request.num_max_contacts = 8
         self._patch_request = coal.ContactPatchRequest()
         self._patch_result = coal.ContactPatchResult(self._patch_request)
-        self._corners = np.empty(3, dtype=np.int64)  # _kept_rows' scratch
+        # _kept_index's scratch and answer
+        self._corners, self._kept = np.empty(3, dtype=np.int64), np.empty(4, dtype=np.int64)
         self._result = coal.CollisionResult()  # one result, cleared before each query
         self._broad = None  # see _broad_phase_entries
         self._pairs_version = 0  # set_material_pair's changes, for _ground_params
@@ -585,9 +579,9 @@ class ContactWorld:
                 points = np.empty((patch.size(), 3))  # (each row a copy of coal's point)
                 for i in range(points.shape[0]):
                     points[i] = patch.getPoint(i)
-                if points.shape[0] > MAX_PATCH_POINTS:
-                    kept = np.empty((MAX_PATCH_POINTS, 3))
-                    points = kept[:_kept_rows(points, normal, self._corners, kept)]
+                if points.shape[0] > MAX_PATCH_POINTS:  # reduce_patch's corners
+                    kept = self._kept
+                    points = points[kept[:_kept_index(points, normal, self._corners, kept)]]
                 if points.shape[0]:
                     found.append((points, normal, float(patch.penetration_depth)))
             if found:
