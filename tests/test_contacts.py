@@ -550,6 +550,57 @@ def test_the_lowest_point_filter_keeps_every_ground_contact_coal_reports(kind, s
     assert skipped > 40 and touching > 40  # both sides of the decision were seen
 
 
+def test_a_meshs_lowest_point_is_its_lowest_vertex_whatever_the_walk(tmp_path):
+    # a convex mesh's lowest point is found by walking down its hull's edges from the vertex the
+    # last walk ended on: against the lowest of all its vertices, at 500 random poses of one
+    # robot in a row (each walk starts where the last one ended) and at every pose from a fresh
+    # start; and the skip decision (lowest point above the margin) against coal's own answer
+    import coal
+    import trimesh
+    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry, transform
+    from raisimcli.physics.contacts import DEFAULT_MARGIN
+
+    rng = np.random.default_rng(12)
+    u = rng.standard_normal((400, 3))  # points on an ellipsoid: every one a hull vertex
+    cloud = u / np.linalg.norm(u, axis=1)[:, None] * np.array([0.03, 0.05, 0.12])
+    path = str(tmp_path / "foot.obj")
+    trimesh.Trimesh(cloud).convex_hull.export(path)
+    geom, radius = make_geometry("mesh", None, path)
+    vertices = np.asarray(geom.points())
+    assert len(vertices) > 50
+
+    class Turning:  # a system whose body 1 is where the test puts it
+        name = "turning"
+        R, T = np.eye(3)[None].repeat(2, 0), np.zeros((2, 3))
+
+        def body_placements(self):
+            return self.R, self.T
+
+    placement = np.eye(4)
+    placement[:3, :3], placement[:3, 3] = _random_rotation(rng), [0.01, -0.02, -0.05]
+    system = Turning()
+    walked = RobotShapes(system, [Shape(geom, "mesh", "foot", 1, placement, radius)])
+    ground, request = coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0), coal.CollisionRequest()
+    request.security_margin = DEFAULT_MARGIN
+    skipped = touching = 0
+    for _ in range(500):
+        system.R = np.stack([np.eye(3), _random_rotation(rng)])
+        system.T = np.array([[0.0, 0.0, 0.0], [0.1, -0.2, rng.uniform(-0.05, radius + 0.1)]])
+        fresh = RobotShapes(system, [Shape(geom, "mesh", "foot", 1, placement, radius)])
+        for rs in (walked, fresh):
+            rs.update()
+            pose = rs.poses[0]
+            lowest_vertex = (vertices @ pose[:3, :3].T + pose[:3, 3])[:, 2].min()
+            assert abs(rs.lowest[0] - lowest_vertex) < 1e-12
+        reported = coal.collide(geom, transform(walked.poses[0]), ground, coal.Transform3s(),
+                                request, coal.CollisionResult())
+        if walked.lowest[0] > DEFAULT_MARGIN + 1e-9:
+            skipped += 1
+            assert not reported
+        touching += bool(reported)
+    assert skipped > 40 and touching > 40  # both sides of the decision were seen
+
+
 def test_sphere_on_the_ground_is_coal_s_contact():
     # a sphere against the ground is answered without coal (the distance of its centre): the
     # same contacts as coal.collide at 2000 random poses, grounds and radii around the margin,

@@ -140,13 +140,52 @@ SPHERE, CAPSULE, CYLINDER, BOX, OTHER = 0, 1, 2, 3, 4
 _KIND = {"sphere": SPHERE, "capsule": CAPSULE, "cylinder": CYLINDER, "box": BOX}
 
 
+def _hull_walk(shapes, kind) -> tuple[np.ndarray, np.ndarray]:
+    """(hull, points): the vertices of the shapes that are coal.Convex meshes, (V, 3) in their
+    shapes' frames, and for _lowest's walk one int64 array that starts with the starts of its
+    four sections: per shape its first vertex (n + 1 entries: shape k's vertices are
+    first[k]:first[k + 1], none for the others), per vertex its first neighbour (V + 1), the
+    neighbours (the vertices it shares an edge of the hull's triangles with), and per shape the
+    vertex its last walk ended on (the walk's state: it moves from call to call). A mesh with a
+    vertex on no triangle gets no vertices (its bounding sphere then)."""
+    points, first, neighbours = [], [0], []
+    for k, s in enumerate(shapes):
+        g = s.geometry
+        adjacent = None
+        if kind[k] == OTHER and isinstance(g, coal.Convex):
+            P = np.asarray(g.points(), dtype=np.float64).reshape(-1, 3)
+            adjacent = [set() for _ in range(P.shape[0])]
+            for i in range(g.num_polygons):
+                t = g.polygons(i)
+                a, b, c = int(t[0]), int(t[1]), int(t[2])
+                adjacent[a].update((b, c))
+                adjacent[b].update((a, c))
+                adjacent[c].update((a, b))
+            if not all(adjacent):
+                adjacent = None
+        if adjacent is None:
+            first.append(first[-1])
+            continue
+        base = first[-1]
+        points.append(P)
+        neighbours.extend([base + w for w in sorted(x)] for x in adjacent)
+        first.append(base + P.shape[0])
+    at = np.cumsum([0] + [len(x) for x in neighbours])
+    sections = [np.array(first), at, np.array([w for x in neighbours for w in x]),
+                np.array(first[:-1])]
+    starts = 4 + np.cumsum([0] + [len(x) for x in sections[:-1]])
+    hull = np.concatenate([starts] + sections).astype(np.int64)
+    return hull, (np.concatenate(points) if points else np.zeros((0, 3)))
+
+
 @dataclass
 class RobotShapes:
     """A robot's shapes in the contact world, with what the compiled loops need: `bodies` (n,),
     `placements` (n, 4, 4) in the body frames, `kind` (n,) and `extent` (n, 3) (sphere: r;
-    capsule and cylinder: r, half length; box: half sides; other: the bounding radius), and
-    `poses` (n, 4, 4) and `lowest` (n,), the world poses and each shape's lowest height, filled
-    by :meth:`update`."""
+    capsule and cylinder: r, half length; box: half sides; other: the bounding radius),
+    `hull` and `hull_points`, the convex meshes' vertices and edges (_hull_walk), and `poses`
+    (n, 4, 4) and `lowest` (n,), the world poses and each shape's lowest height, filled by
+    :meth:`update`."""
 
     system: object
     shapes: list
@@ -171,6 +210,7 @@ class RobotShapes:
             else:
                 self.extent[k, 0] = s.radius
         self.radii = np.array([s.radius for s in self.shapes], dtype=np.float64)
+        self.hull, self.hull_points = _hull_walk(self.shapes, self.kind)
         self.poses = np.zeros((n, 4, 4))
         self.lowest = np.zeros(n)
         self._transforms = [coal.Transform3s() for _ in range(n)]
@@ -200,7 +240,7 @@ class RobotShapes:
                 self.poses[:] = shape_poses(self.system, self.shapes)
         else:
             _world_poses(views[0], views[1], self.bodies, self.placements, self.poses)
-        _lowest(self.poses, self.kind, self.extent, self.lowest)
+        _lowest(self.poses, self.kind, self.extent, self.hull, self.hull_points, self.lowest)
         self._poses_version += 1
 
     def update_near_ground(self, height: float, margin: float, reach: float, slack: float,
@@ -222,7 +262,8 @@ class RobotShapes:
             _robot_bounds(self.poses, self.radii, margin, bounds, row)
             return n, others  # (update() bumped the poses' version)
         n, others = _near_ground(views[0], views[1], self.bodies, self.placements, self.kind,
-                                 self.extent, self.radii, reach, slack, height, margin,
+                                 self.extent, self.hull, self.hull_points, self.radii, reach,
+                                 slack, height, margin,
                                  self.material_index, params, self.poses, self.lowest,
                                  self.entry_shape, self.entry_point, self.entry_distance,
                                  self.entry_params, self.entry_bodies, bounds, row)
@@ -276,13 +317,36 @@ def _world_poses(R, T, bodies, placements, out):
 
 
 @kernel
-def _lowest(poses, kind, extent, out):
-    """Each shape's lowest height: the z of its support point along -z."""
+def _lowest(poses, kind, extent, hull, points, out):
+    """Each shape's lowest height: the z of its support point along -z. A convex mesh's is its
+    lowest vertex (`hull`, `points`: RobotShapes.hull and hull_points), found by walking down
+    the hull's edges from the vertex the last call ended on: on a convex polytope a vertex
+    with no lower neighbour is the lowest (the walk's start changes how far it walks, not where
+    it ends, to within the rounding of the heights). Another shape of kind OTHER: its bounding
+    sphere's lowest point."""
+    first, neighbours_at, neighbours, support = hull[0], hull[1], hull[2], hull[3]
     for s in range(kind.shape[0]):
         z = poses[s, 2, 3]
         k = kind[s]
-        if k == SPHERE or k == OTHER:
+        if k == SPHERE:
             out[s] = z - extent[s, 0]
+        elif k == OTHER:
+            if hull[first + s] == hull[first + s + 1]:  # no vertices: the bounding sphere
+                out[s] = z - extent[s, 0]
+                continue
+            r0, r1, r2 = poses[s, 2, 0], poses[s, 2, 1], poses[s, 2, 2]
+            v = hull[support + s]
+            best = r0 * points[v, 0] + r1 * points[v, 1] + r2 * points[v, 2]
+            moved = True
+            while moved:
+                moved = False
+                for e in range(hull[neighbours_at + v], hull[neighbours_at + v + 1]):
+                    w = hull[neighbours + e]
+                    height = r0 * points[w, 0] + r1 * points[w, 1] + r2 * points[w, 2]
+                    if height < best:
+                        best, v, moved = height, w, True
+            hull[support + s] = v
+            out[s] = z + best
         elif k == CAPSULE:
             out[s] = z - abs(poses[s, 2, 2]) * extent[s, 1] - extent[s, 0]
         elif k == CYLINDER:
@@ -323,14 +387,14 @@ def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, 
 
 
 @kernel
-def _near_ground(R, T, bodies, placements, kind, extent, radii, reach, slack, h, margin,
-                 material_index, params, poses, lowest, shape, point, distance, entry_params,
-                 entry_bodies, bounds, row):
+def _near_ground(R, T, bodies, placements, kind, extent, hull, hull_points, radii, reach, slack,
+                 h, margin, material_index, params, poses, lowest, shape, point, distance,
+                 entry_params, entry_bodies, bounds, row):
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
     entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
     of `bounds`; returns (entries, entries not spheres)."""
     _world_poses(R, T, bodies, placements, poses)
-    _lowest(poses, kind, extent, lowest)
+    _lowest(poses, kind, extent, hull, hull_points, lowest)
     n, others = _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape,
                                 point, distance)
     for e in range(n):
