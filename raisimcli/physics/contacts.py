@@ -712,98 +712,90 @@ _UP = (0.0, 0.0, 1.0)  # the ground's normal
 
 
 class _Found:
-    """The contacts found by one detection, made a ContactSet at its end. Contacts come one by
-    one (coal's answers) or as a block of arrays (a robot's spheres on the ground, which need
-    no Python object per contact); the set keeps their order. The frames of normals other than
-    the ground's are made in one compiled loop."""
+    """The contacts found by one detection, made a ContactSet at its end, in the order they
+    come: one by one (coal's points), a contact patch's kept corners at once, or a robot's
+    spheres on the ground as arrays (no Python object per contact). Their points, normals,
+    distances, params and bodies are written into arrays that grow as needed, and the set gets
+    copies of the rows filled. The frames of normals other than the ground's are made in one
+    compiled loop."""
 
-    def __init__(self, erp: float, slop: float):
+    def __init__(self, erp: float, slop: float, capacity: int = 32):
         self.erp, self.slop = erp, slop
         self.meta, self.keys = [], []
-        # per block: (points (k, 3), normals (k, 3) or None for the ground's +z, distance (k,),
-        # params (k, 5), bodies_a (k,)); contacts added one by one wait in _rows
-        self._blocks: list[tuple] = []
-        # (point or points (k, 3), normal, distance, params, body_a, k) of add and add_patch
-        self._rows: list[tuple] = []
+        self.n = 0  # rows filled
+        self._points, self._normals = np.empty((capacity, 3)), np.empty((capacity, 3))
+        self._distance, self._params = np.empty(capacity), np.empty((capacity, 5))
+        self._bodies = np.empty(capacity, dtype=np.int64)
+        self._all_up = True  # every normal so far the ground's +z: one frame for all
+
+    def _rows(self, k: int) -> int:
+        """Room for k more rows (the arrays doubled when full); returns the first."""
+        i = self.n
+        if i + k > self._distance.shape[0]:
+            capacity = max(2 * self._distance.shape[0], i + k)
+            for name in ("_points", "_normals", "_distance", "_params", "_bodies"):
+                old = getattr(self, name)
+                grown = np.empty((capacity,) + old.shape[1:], dtype=old.dtype)
+                grown[:i] = old[:i]
+                setattr(self, name, grown)
+        self.n = i + k
+        return i
+
+    def _params_of(self, pair) -> tuple:
+        return (pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
+                self.slop)
 
     def add(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> None:
         self.meta.append((system, shape.body, shape.link, system_b, body_b, name_b))
         self.keys.append(key)
-        self._rows.append((p, n, d, (pair.friction, pair.restitution,
-                                     pair.restitution_threshold, self.erp, self.slop),
-                           shape.body, 1))
+        i = self._rows(1)
+        self._points[i], self._normals[i], self._distance[i] = p, n, d
+        self._params[i], self._bodies[i] = self._params_of(pair), shape.body
+        self._all_up = False
 
     def add_patch(self, system, shape, system_b, body_b, name_b, points, normal, depth, pair,
                   keys) -> None:
         """The kept corners `points` (k, 3) of one contact patch, each a contact with the
-        patch's `normal` and `depth`: what add would make of them one by one, kept as one
-        entry until _end_rows."""
+        patch's `normal` and `depth`: what add would make of them one by one."""
         k = points.shape[0]
         self.meta.extend([(system, shape.body, shape.link, system_b, body_b, name_b)] * k)
         self.keys.extend(keys)
-        self._rows.append((points, normal, depth, (pair.friction, pair.restitution,
-                                                   pair.restitution_threshold, self.erp,
-                                                   self.slop), shape.body, k))
-
-    def _end_rows(self) -> None:
-        """The contacts added (add, add_patch) so far, as a block."""
-        rows = self._rows
-        if not rows:
-            return
-        n = len(rows)
-        p, normal, d, params, bodies, counts = zip(*rows)
-        normals = None if all(v is _UP for v in normal) else \
-            np.array(normal, dtype=np.float64).reshape(n, 3)
-        params = np.array(params, dtype=np.float64).reshape(n, 5)
-        d, bodies = np.array(d, dtype=np.float64), np.array(bodies, dtype=np.int64)
-        if sum(counts) == n:  # one contact an entry
-            points = np.array(p, dtype=np.float64).reshape(n, 3)
-        else:  # patches among them: each entry's contacts with its normal, depth, params
-            points = np.concatenate([np.asarray(x, dtype=np.float64).reshape(k, 3)
-                                     for x, k in zip(p, counts)])
-            normals = None if normals is None else np.repeat(normals, counts, axis=0)
-            params, d = np.repeat(params, counts, axis=0), np.repeat(d, counts)
-            bodies = np.repeat(bodies, counts)
-        self._blocks.append((points, normals, d, params, bodies))
-        self._rows = []
+        i = self._rows(k)
+        self._points[i:i + k], self._normals[i:i + k], self._distance[i:i + k] = \
+            points, normal, depth
+        self._params[i:i + k], self._bodies[i:i + k] = self._params_of(pair), shape.body
+        self._all_up = False
 
     def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int) -> None:
         """The sphere entries first, ..., stop - 1 of rs.update_near_ground (each a contact
-        with the ground, normal +z, with its params and body), as one block."""
+        with the ground, normal +z, with its params and body)."""
         if stop <= first:
             return
-        self._end_rows()
         shapes = rs.entry_shape[first:stop].tolist()
         self.meta.extend([rs.ground_meta[k] for k in shapes])
         self.keys.extend([rs.ground_key[k] for k in shapes])
-        self._blocks.append((rs.entry_point[first:stop].copy(), None,
-                             rs.entry_distance[first:stop].copy(),
-                             rs.entry_params[first:stop].copy(),
-                             rs.entry_bodies[first:stop].copy()))
+        i = self._rows(stop - first)
+        j = self.n
+        self._points[i:j], self._normals[i:j] = rs.entry_point[first:stop], _UP
+        self._distance[i:j] = rs.entry_distance[first:stop]
+        self._params[i:j] = rs.entry_params[first:stop]
+        self._bodies[i:j] = rs.entry_bodies[first:stop]
 
     def contact_set(self, alone=None) -> ContactSet:
         """The contacts found, in order; `alone`: the system when every contact is between one
         system's body and the static world, if the caller knows it (else ContactSet finds
         out)."""
-        self._end_rows()
-        if not self.meta:
+        n = self.n
+        if not n:
             return EMPTY_CONTACTS
-        blocks = self._blocks
-        if len(blocks) == 1:
-            points, normals, distance, params, bodies = blocks[0]
-        else:
-            points, distance, params, bodies = (np.concatenate([b[i] for b in blocks])
-                                                for i in (0, 2, 3, 4))
-            normals = None if all(b[1] is None for b in blocks) else \
-                np.concatenate([np.tile(_UP, (len(b[2]), 1)) if b[1] is None else b[1]
-                                for b in blocks])
-        frames = np.empty((len(self.meta), 3, 3))
-        if normals is None:  # spheres on the ground: one frame
+        frames = np.empty((n, 3, 3))
+        if self._all_up:  # spheres on the ground: one frame
             frames[:] = _UP_FRAME
         else:
-            _unit_frames(normals, frames)
-        return ContactSet(self.meta, self.keys, points, frames, distance, params, alone,
-                          bodies_a=bodies)
+            _unit_frames(self._normals[:n], frames)
+        return ContactSet(self.meta, self.keys, self._points[:n].copy(), frames,
+                          self._distance[:n].copy(), self._params[:n].copy(), alone,
+                          bodies_a=self._bodies[:n].copy())
 
 
 _UP_FRAME = contact_frame(np.array(_UP))
