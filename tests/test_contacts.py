@@ -1241,3 +1241,34 @@ def test_a_robot_without_joints_or_moving_shapes_steps_beside_the_ground():
         for _ in range(20):
             w.integrate()
         assert post.q.size == 0 and set(post.torque) >= {"total"}
+
+
+def test_a_detection_with_more_contacts_than_its_first_arrays_keeps_them_all_in_order():
+    # the detection's arrays grow as contacts come: one contact at a time and a patch's corners
+    # at once, past their first size, give the rows in the order added, each with its normal,
+    # depth, params and body (the frames from the normals)
+    from types import SimpleNamespace
+    from raisimcli.physics.contacts import MaterialPair, _Found, contact_frame
+    rng = np.random.default_rng(3)
+    pair = MaterialPair(0.7, 0.1, 0.02)
+    found, expected = _Found(0.2, 1e-5, capacity=2), []
+    for k in range(12):
+        shape = SimpleNamespace(body=k % 3 + 1, link=f"l{k}")
+        normal = rng.standard_normal(3)
+        normal /= np.linalg.norm(normal)
+        if k % 2:
+            p, d = rng.standard_normal(3), -0.001 * k
+            found.add("sys", shape, None, -1, "ground", p, normal, d, pair, ("sys", k, 0))
+            expected.append((p, normal, d, shape.body))
+        else:
+            corners = rng.standard_normal((4, 3))
+            found.add_patch("sys", shape, None, -1, "ground", corners, normal, -0.002, pair,
+                            [("sys", k, i) for i in range(4)])
+            expected += [(c, normal, -0.002, shape.body) for c in corners]
+    cs = found.contact_set()
+    assert len(cs) == len(expected) == 30 and len(found.keys) == 30
+    for i, (p, normal, d, body) in enumerate(expected):
+        assert np.array_equal(cs.points[i], p) and cs.distance[i] == d
+        assert cs.bodies_a[i] == body
+        assert np.array_equal(cs.params[i], [0.7, 0.1, 0.02, 0.2, 1e-5])
+        assert np.allclose(cs.frames[i], contact_frame(normal), atol=1e-15)
