@@ -18,6 +18,7 @@ from raisimcli.errors import StateError
 from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, norm, \
     quadratic_form
 from raisimcli.model import RobotModel, build_pinocchio_model
+from raisimcli.physics.constraints import mimics_only
 from raisimcli.physics.conventions import Conventions, _rotate_columns
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
@@ -1009,6 +1010,11 @@ class ArticulatedSystem:
         elim = s.elimination
         lam = elim.impulses(s.constraint_recover, s.solver_impulses)
         impulse_by_source["constraints"] = matmul(elim.J_all.T, lam)
+        if mimics_only(self) is not None:  # a row each, in order: (lambda, 0, 0), (e, 0, 0)
+            self.constraint_impulses = np.zeros((lam.shape[0], 3))
+            self.constraint_errors = np.zeros((lam.shape[0], 3))
+            self.constraint_impulses[:, 0], self.constraint_errors[:, 0] = lam, elim.e_all
+            return []  # (a mimic's force is a generalized one: no point load)
         impulses, errors, loads = [], [], []
         for c, (r0, r1, axes, points) in zip(self.constraints, s.constraint_spans):
             if axes is None:

@@ -18,9 +18,11 @@ diagonal entry is dependent); the motion is the same and the load goes to the ke
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
+
 from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky, _cho_solve_rows, _cholesky, _mm, _pivoted_rank, matmul
 from raisimcli.physics.step.contact_rows import _point_jacobian
@@ -50,7 +52,7 @@ class LoopConstraintState:
     axes: np.ndarray
 
 
-@dataclass
+@dataclass(frozen=True)  # (constraint_rows keeps arrays of a system's mimics)
 class MimicConstraintState:
     name: str
     follower: str
@@ -113,11 +115,55 @@ def _loop_rows(Rf, Tf, f1, f2, anchor1, anchor2, b1, b2, pin, axes_local, J_worl
         errors[r0 + a] = s
 
 
+@kernel
+def _mimic_rows(q, follower_u, leader_u, follower_q, leader_q, multiplier, offset, J, e):
+    """The rows of mimic constraints, one each in order, into J (k, nv) and e (k,) with
+    constraint_rows' operations: J[r] zero but for +1 at the follower and -m at the leader,
+    e[r] = q_follower - m q_leader - c."""
+    for r in range(follower_u.shape[0]):
+        for c in range(J.shape[1]):
+            J[r, c] = 0.0
+        J[r, follower_u[r]] += 1.0
+        J[r, leader_u[r]] -= multiplier[r]
+        e[r] = q[follower_q[r]] - multiplier[r] * q[leader_q[r]] - offset[r]
+
+
+_MIMICS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> mimics_only's
+
+
+def mimics_only(system) -> tuple | None:
+    """When every constraint of `system` is a mimic: (its constraints as a tuple, their spans
+    as constraint_rows gives them, and the index and parameter arrays of _mimic_rows), made
+    again when the constraints change; else None."""
+    constraints = tuple(system.constraints)
+    plan = _MIMICS.get(system)
+    if plan is None or plan[0] != constraints:
+        if not all(isinstance(c, MimicConstraintState) for c in constraints):
+            plan = (constraints, None)
+        else:
+            ints = [np.array([getattr(c, name) for c in constraints], dtype=np.int64)
+                    for name in ("follower_u", "leader_u", "follower_q", "leader_q")]
+            floats = [np.array([getattr(c, name) for c in constraints], dtype=np.float64)
+                      for name in ("multiplier", "offset")]
+            plan = (constraints, ([(r, r + 1, None, None) for r in range(len(constraints))],
+                                  *ints, *floats))
+        _MIMICS[system] = plan
+    return plan[1]
+
+
 def constraint_rows(system):
     """(J (k, nv), e (k,), per constraint (first row, end row, world axes (k_i, 3) or None for a
     mimic, the world points where its force acts on body1 and body2)) at the current state. The
-    rows of pins and equalities are one compiled call each (_loop_rows) when the system has views
+    rows of a system whose constraints are all mimics are one compiled call (_mimic_rows); the
+    rows of pins and equalities one compiled call each (_loop_rows) when the system has views
     of its frame placements; else constraint_rows_in_python."""
+    mimics = mimics_only(system)
+    if mimics is not None:
+        spans, fu, lu, fq, lq, multiplier, offset = mimics
+        k = fu.shape[0]
+        J, e = np.empty((k, system.nv)), np.empty(k)
+        _mimic_rows(system.q, fu, lu, fq, lq, multiplier, offset, J, e)
+        return J, e, list(spans)
     sizes = [1 if isinstance(c, MimicConstraintState) else
              3 if c.kind == "pin" else len(c.axes) for c in system.constraints]
     k, nv = sum(sizes), system.nv
