@@ -23,14 +23,18 @@ from raisimcli.jit import kernel
 
 @kernel
 def _mm(A, B, out):
+    """out = A B (out apart from A and B), each entry summed in p order from 0.0. B's rows are
+    streamed, each one's products added to a row of out: the loops' order changes no entry's
+    sequence of operations, and reads B along its rows."""
     n, k = A.shape
     m = B.shape[1]
     for i in range(n):
         for j in range(m):
-            s = 0.0
-            for p in range(k):
-                s += A[i, p] * B[p, j]
-            out[i, j] = s
+            out[i, j] = 0.0
+        for p in range(k):
+            a = A[i, p]
+            for j in range(m):
+                out[i, j] += a * B[p, j]
 
 
 @kernel
