@@ -132,13 +132,13 @@ _MIMICS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> mi
 
 
 def mimics_only(system) -> tuple | None:
-    """When every constraint of `system` is a mimic: (its constraints as a tuple, their spans
-    as constraint_rows gives them, and the index and parameter arrays of _mimic_rows), made
-    again when the constraints change; else None."""
+    """When `system` has constraints and every one is a mimic: (their spans as constraint_rows
+    gives them, and _mimic_rows' follower_u, leader_u, follower_q, leader_q, multiplier and
+    offset), kept for the system until its constraints change; else None."""
     constraints = tuple(system.constraints)
     plan = _MIMICS.get(system)
     if plan is None or plan[0] != constraints:
-        if not all(isinstance(c, MimicConstraintState) for c in constraints):
+        if not constraints or not all(isinstance(c, MimicConstraintState) for c in constraints):
             plan = (constraints, None)
         else:
             ints = [np.array([getattr(c, name) for c in constraints], dtype=np.int64)
