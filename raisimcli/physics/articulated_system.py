@@ -1008,8 +1008,8 @@ class ArticulatedSystem:
         """Per-constraint impulses and errors of this step; their generalized impulse joins the
         table; returns their forces as point loads (inverse dynamics; none when it is off)."""
         elim = s.elimination
-        lam = elim.impulses(s.constraint_recover, s.solver_impulses)
-        impulse_by_source["constraints"] = matmul(elim.J_all.T, lam)
+        lam, impulse_by_source["constraints"] = elim.impulses(s.constraint_recover,
+                                                              s.solver_impulses)
         if mimics_only(self) is not None:  # a row each, in order: (lambda, 0, 0), (e, 0, 0)
             self.constraint_impulses = np.zeros((lam.shape[0], 3))
             self.constraint_errors = np.zeros((lam.shape[0], 3))

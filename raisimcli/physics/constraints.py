@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from raisimcli.jit import kernel
-from raisimcli.linalg import Cholesky, _cho_solve_rows, _cholesky, _mm, _pivoted_rank, matmul
+from raisimcli.linalg import Cholesky, _cho_solve_rows, _cholesky, _mm, _mv, _pivoted_rank, \
+    matmul
 from raisimcli.physics.step.contact_rows import _point_jacobian
 
 RANK_TOLERANCE = 1e-10
@@ -284,6 +285,41 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
     return rank, info
 
 
+@kernel
+def _response(J, Y, L_D, MinvJT, JY, JYT, DinvJY, prod, out):
+    """Elimination.response's algebra with the operations of its linalg calls in their order:
+    JY = J Y (matmul), DinvJY = D^-1 JY (Cholesky.solve: JY's columns solved side by side from
+    its transpose), out = Y - MinvJT DinvJY (matmul, then numpy's subtraction). JY, JYT, prod:
+    scratch."""
+    _mm(J, Y, JY)
+    for i in range(JY.shape[0]):
+        for c in range(JY.shape[1]):
+            JYT[c, i] = JY[i, c]
+    _cho_solve_rows(L_D, JYT, 0, DinvJY, 0)
+    _mm(MinvJT, DinvJY, prod)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = Y[i, j] - prod[i, j]
+
+
+@kernel
+def _recovered(lambda0, kept, DinvJY, lambda_c, m, J, v, lam, generalized):
+    """lam = lambda0, less DinvJY lambda_c on the kept rows (when m, lambda_c's length, is not
+    0), and generalized = J^T lam, with the operations of Elimination.impulses' former numpy
+    and linalg calls: matmul's sums in index order, then numpy's subtraction. v: scratch."""
+    for i in range(lam.shape[0]):
+        lam[i] = lambda0[i]
+    if m:
+        _mv(DinvJY, lambda_c, v)
+        for a in range(kept.shape[0]):
+            lam[kept[a]] = lam[kept[a]] - v[a]
+    for c in range(J.shape[1]):
+        s = 0.0
+        for p in range(J.shape[0]):
+            s += J[p, c] * lam[p]
+        generalized[c] = s
+
+
 class Elimination:
     """The elimination of one step: built from J, e, the factorised M~ and u*."""
 
@@ -307,6 +343,7 @@ class Elimination:
         else:
             self.J, self.MinvJT = J_kept[:rank], MinvJT_kept[:, :rank]
         self.D_chol = Cholesky.of_factor(np.ascontiguousarray(L_D[:rank, :rank]), info)
+        self._MinvJT_c = None  # a C-contiguous MinvJT, made by response when first needed
         self.lambda0 = lambda0
         self.u0 = u0
 
@@ -317,18 +354,29 @@ class Elimination:
 
     def response(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For Y = M~^-1 J_c^T (nv, m): (M_c^-1 J_c^T, D^-1 J Y) - the constrained response and
-        what recovers lambda from lambda_c."""
-        if not len(self.kept) or Y.shape[1] == 0:
-            return Y, np.zeros((len(self.kept), Y.shape[1]))
-        DinvJY = self._solve_D(matmul(self.J, Y))
-        return Y - matmul(self.MinvJT, DinvJY), DinvJY
+        what recovers lambda from lambda_c - in one compiled call (_response)."""
+        r, (nv, m) = len(self.kept), Y.shape
+        if not r or m == 0:
+            return Y, np.zeros((r, m))
+        if self._MinvJT_c is None:
+            self._MinvJT_c = np.ascontiguousarray(self.MinvJT)
+        out, DinvJY = np.empty((nv, m)), np.empty((r, m))
+        _response(self.J, np.ascontiguousarray(Y, dtype=np.float64), self.D_chol.L,
+                  self._MinvJT_c, np.empty((r, m)), np.empty((m, r)), DinvJY, np.empty((nv, m)),
+                  out)
+        return out, DinvJY
 
-    def impulses(self, DinvJY: np.ndarray, lambda_c: np.ndarray) -> np.ndarray:
-        """lambda of every row (dropped rows: 0), equation (2)."""
-        lam = self.lambda0.copy()
-        if lambda_c.size and len(self.kept):
-            lam[self.kept] -= matmul(DinvJY, lambda_c)
-        return lam
+    def impulses(self, DinvJY: np.ndarray, lambda_c: np.ndarray) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+        """(lambda of every row (dropped rows: 0), equation (2); J^T lambda, the constraints'
+        generalized impulse), in one compiled call (_recovered)."""
+        k, nv = self.J_all.shape
+        lam, generalized = np.empty(k), np.empty(nv)
+        m = lambda_c.shape[0] if len(self.kept) else 0
+        _recovered(self.lambda0, self.kept, np.ascontiguousarray(DinvJY, dtype=np.float64),
+                   np.ascontiguousarray(lambda_c, dtype=np.float64), m, self.J_all,
+                   np.empty(len(self.kept)), lam, generalized)
+        return lam, generalized
 
     def inverse_mass(self, Minv: np.ndarray) -> np.ndarray:
         """M_c^-1 (nv, nv) from M~^-1."""
