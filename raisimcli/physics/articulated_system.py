@@ -18,7 +18,7 @@ from raisimcli.errors import StateError
 from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, norm, \
     quadratic_form
 from raisimcli.model import RobotModel, build_pinocchio_model
-from raisimcli.physics.constraints import mimics_only
+from raisimcli.physics.constraints import mimic_plan
 from raisimcli.physics.conventions import Conventions, _rotate_columns
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
@@ -152,6 +152,7 @@ class ArticulatedSystem:
         self.solver_tolerance = DEFAULT_TOLERANCE
         self.had_contact = False  # set by the contact solver; spec step 6 replacement rule
         self.constraints: list = []     # loop and mimic constraints (raisimcli.physics.constraints)
+        self._mimic_plan = (0, None)  # (len(constraints), mimic_plan(constraints))
         self.constraint_erp = 1.5
         self.constraint_impulses = None  # per constraint: (3,) world vector, or (1,) for a mimic
         self.constraint_errors = None    # per constraint, at the last step's start
@@ -1004,13 +1005,20 @@ class ArticulatedSystem:
             f"mimic_{follower}", follower, leader, float(multiplier), float(offset),
             f.u_slice.start, l_.u_slice.start, f.q_slice.start, l_.q_slice.start))
 
+    def mimics_only(self) -> tuple | None:
+        """raisimcli.physics.constraints.mimic_plan of this system's constraints (None unless
+        it has constraints and all are mimics), made again when one is added."""
+        if self._mimic_plan[0] != len(self.constraints):  # (constraints are only appended)
+            self._mimic_plan = (len(self.constraints), mimic_plan(self.constraints))
+        return self._mimic_plan[1]
+
     def _constraint_report(self, s: Stage, dt: float, impulse_by_source: dict) -> list:
         """Per-constraint impulses and errors of this step; their generalized impulse joins the
         table; returns their forces as point loads (inverse dynamics; none when it is off)."""
         elim = s.elimination
         lam, impulse_by_source["constraints"] = elim.impulses(s.constraint_recover,
                                                               s.solver_impulses)
-        if mimics_only(self) is not None:  # a row each, in order: (lambda, 0, 0), (e, 0, 0)
+        if self.mimics_only() is not None:  # a row each, in order: (lambda, 0, 0), (e, 0, 0)
             self.constraint_impulses = np.zeros((lam.shape[0], 3))
             self.constraint_errors = np.zeros((lam.shape[0], 3))
             self.constraint_impulses[:, 0], self.constraint_errors[:, 0] = lam, elim.e_all

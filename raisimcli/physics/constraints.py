@@ -18,7 +18,6 @@ diagonal entry is dependent); the motion is the same and the load goes to the ke
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +52,7 @@ class LoopConstraintState:
     axes: np.ndarray
 
 
-@dataclass(frozen=True)  # (constraint_rows keeps arrays of a system's mimics)
+@dataclass(frozen=True)  # (a system keeps arrays of its mimics: mimic_plan)
 class MimicConstraintState:
     name: str
     follower: str
@@ -129,27 +128,17 @@ def _mimic_rows(q, follower_u, leader_u, follower_q, leader_q, multiplier, offse
         e[r] = q[follower_q[r]] - multiplier[r] * q[leader_q[r]] - offset[r]
 
 
-_MIMICS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> mimics_only's
-
-
-def mimics_only(system) -> tuple | None:
-    """When `system` has constraints and every one is a mimic: (their spans as constraint_rows
+def mimic_plan(constraints: list) -> tuple | None:
+    """When there are constraints and every one is a mimic: (their spans as constraint_rows
     gives them, and _mimic_rows' follower_u, leader_u, follower_q, leader_q, multiplier and
-    offset), kept for the system until its constraints change; else None."""
-    constraints = tuple(system.constraints)
-    plan = _MIMICS.get(system)
-    if plan is None or plan[0] != constraints:
-        if not constraints or not all(isinstance(c, MimicConstraintState) for c in constraints):
-            plan = (constraints, None)
-        else:
-            ints = [np.array([getattr(c, name) for c in constraints], dtype=np.int64)
-                    for name in ("follower_u", "leader_u", "follower_q", "leader_q")]
-            floats = [np.array([getattr(c, name) for c in constraints], dtype=np.float64)
-                      for name in ("multiplier", "offset")]
-            plan = (constraints, ([(r, r + 1, None, None) for r in range(len(constraints))],
-                                  *ints, *floats))
-        _MIMICS[system] = plan
-    return plan[1]
+    offset); else None. ArticulatedSystem.mimics_only keeps it until a constraint is added."""
+    if not constraints or not all(isinstance(c, MimicConstraintState) for c in constraints):
+        return None
+    ints = [np.array([getattr(c, name) for c in constraints], dtype=np.int64)
+            for name in ("follower_u", "leader_u", "follower_q", "leader_q")]
+    floats = [np.array([getattr(c, name) for c in constraints], dtype=np.float64)
+              for name in ("multiplier", "offset")]
+    return ([(r, r + 1, None, None) for r in range(len(constraints))], *ints, *floats)
 
 
 def constraint_rows(system):
@@ -158,7 +147,7 @@ def constraint_rows(system):
     rows of a system whose constraints are all mimics are one compiled call (_mimic_rows); the
     rows of pins and equalities one compiled call each (_loop_rows) when the system has views
     of its frame placements; else constraint_rows_in_python."""
-    mimics = mimics_only(system)
+    mimics = system.mimics_only()
     if mimics is not None:
         spans, fu, lu, fq, lq, multiplier, offset = mimics
         k = fu.shape[0]
