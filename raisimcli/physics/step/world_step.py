@@ -119,7 +119,9 @@ def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS
             st.factor.solve_rows_into(J_rows, offsets[k], response, offsets[k])
             continue
         cols = slice(offsets[k], offsets[k + 1])
-        Y = st.factor.solve(rows.J[:, cols].T) if rows.m else np.zeros((systems[k].nv, 0))
+        Y = np.empty((systems[k].nv, rows.m))  # M~^-1 J^T, from J's rows (solve's bits)
+        if rows.m:
+            st.factor.solve_rows_into(J_rows, offsets[k], Y, 0)
         # the constrained mechanism's response, M_c^-1 J_c^T
         Y, st.constraint_recover = st.elimination.response(Y)
         response[cols] = Y
