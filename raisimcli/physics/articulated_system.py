@@ -18,7 +18,7 @@ from raisimcli.errors import StateError
 from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, norm, \
     quadratic_form
 from raisimcli.model import RobotModel, build_pinocchio_model
-from raisimcli.physics.constraints import mimic_plan
+from raisimcli.physics.constraints import eliminate, mimic_plan
 from raisimcli.physics.conventions import Conventions, _rotate_columns
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
@@ -790,11 +790,7 @@ class ArticulatedSystem:
         s.joint_rows = self.joint_rows.rows(self.q, s.u_star, dt)
         s.u_free = s.u_star  # the solver's starting velocity: u*, or u_0 with constraints
         if self.constraints:
-            from raisimcli.physics.constraints import Elimination, beta, constraint_rows
-            J, e, spans = constraint_rows(self)
-            elim = Elimination(J, e, s.factor, s.u_star, beta(self.constraint_erp, dt))
-            s.elimination, s.constraint_spans = elim, spans
-            s.u_free = elim.u0
+            eliminate(self, s, dt)
         return s
 
     def finish_step(self, dt: float, s: Stage, u_solved: np.ndarray, impulse_by_source: dict,

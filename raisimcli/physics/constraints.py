@@ -141,6 +141,15 @@ def mimic_plan(constraints: list) -> tuple | None:
     return ([(r, r + 1, None, None) for r in range(len(constraints))], *ints, *floats)
 
 
+def eliminate(system, stage, dt: float) -> None:
+    """The elimination of `system`'s loop and mimic constraints for the step whose `stage`
+    (its factor and u*) is made: stage.elimination, constraint_spans, and u_free = u_0 (what
+    ArticulatedSystem.prepare_step and the lean step both do)."""
+    J, e, spans = constraint_rows(system)
+    elim = Elimination(J, e, stage.factor, stage.u_star, beta(system.constraint_erp, dt))
+    stage.elimination, stage.constraint_spans, stage.u_free = elim, spans, elim.u0
+
+
 def constraint_rows(system):
     """(J (k, nv), e (k,), per constraint (first row, end row, world axes (k_i, 3) or None for a
     mimic, the world points where its force acts on body1 and body2)) at the current state. The

@@ -29,7 +29,7 @@ import pinocchio as pin
 
 from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky
-from raisimcli.physics.constraints import Elimination, beta, constraint_rows
+from raisimcli.physics.constraints import eliminate
 from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference
 from raisimcli.physics.step.actuators import ActuatorState, _actuators
@@ -242,7 +242,5 @@ def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
     st.q_err, st.kp, st.kd = q_err, kp, kd
     st.joint_rows = jr.rows_of_states(dt)
     if s.constraints:  # loops and mimics: eliminated, as ArticulatedSystem.prepare_step does
-        J, e, spans = constraint_rows(s)
-        elim = Elimination(J, e, st.factor, st.u_star, beta(s.constraint_erp, dt))
-        st.elimination, st.constraint_spans, st.u_free = elim, spans, elim.u0
+        eliminate(s, st, dt)
     return st
