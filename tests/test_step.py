@@ -680,10 +680,11 @@ def test_the_impulse_problem_s_sums_skip_zeros_with_the_bits_of_the_full_sums(rn
         lam = rng.standard_normal(m) * (rng.random(m) < 0.6)
         target, lo, hi = np.zeros(m), np.full(m, -np.inf), np.full(m, np.inf)
         start, kind = np.arange(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
-        G, v, u_next = np.empty((m, m)), np.empty(m), np.empty(nv)
+        G2, v, u_next = np.empty((2 * m, m)), np.empty(m), np.empty(nv)
         _solve(J, response, u_star, lam.copy(), target, lo, hi, start, kind, np.zeros(m), 0,
-               0.0, G, v, np.empty((5, 3)), u_next)
+               0.0, G2, v, np.empty((5, 3)), u_next)
         G_full = matmul(J, response)
-        assert G.tobytes() == G_full.tobytes()
+        assert G2[:m].tobytes() == G_full.tobytes()
+        assert G2[m:].tobytes() == np.ascontiguousarray(G_full.T).tobytes()  # the sweeps' copy
         assert v.tobytes() == (matmul(J, u_star) + matmul(G_full, lam)).tobytes()
         assert u_next.tobytes() == (u_star + matmul(response, lam)).tobytes()

@@ -40,7 +40,7 @@ _WORKSPACES = threading.local()  # per thread: sizes -> the arrays of _workspace
 
 def _g_at(m: int, nv: int, nb: int, nc: int) -> int:
     """Where g starts in _workspace's float buffer (the layout _impulse_step carves)."""
-    return 2 * nc + 12 * nv + m * nv + 3 * m + nb + nc + nv * m + m * m + m + 15
+    return 2 * nc + 12 * nv + m * nv + 3 * m + nb + nc + nv * m + 2 * m * m + m + 15
 
 
 def _workspace(m: int, nv: int, nb: int, nc: int, ns: int) -> tuple:
@@ -103,8 +103,8 @@ def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
     a += nb + nc
     response = F[a:a + nv * m].reshape((nv, m))
     a += nv * m
-    G = F[a:a + m * m].reshape((m, m))
-    a += m * m
+    G = F[a:a + 2 * m * m].reshape((2 * m, m))  # G and its transpose (_solve's G2)
+    a += 2 * m * m
     v = F[a:a + m]
     a += m
     scratch = F[a:a + 15].reshape((5, 3))

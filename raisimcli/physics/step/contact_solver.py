@@ -120,11 +120,13 @@ def solve_contact(G, v0, tn, mu, lam_out):
 
 
 @kernel
-def block_gauss_seidel(G, v, lam, target, lo, hi, block_start, block_kind, block_mu,
+def block_gauss_seidel(G, Gc, v, lam, target, lo, hi, block_start, block_kind, block_mu,
                        max_iterations, tolerance, scratch):
     """Sweep the blocks (a scalar box row, or a 3-row contact), solving each exactly given the
     others; `v` and `lam` are updated in place; `scratch` (5, 3). Returns (sweeps, largest
-    velocity change of the last sweep)."""
+    velocity change of the last sweep). Gc holds G's columns as its rows (Gc[i, k] = G[k, i]):
+    a change of impulse i moves every v[k] by G[k, i] d, read from one contiguous row, which
+    the compiler can do several k at a time (each v[k] gets the same one product and sum)."""
     nb = block_start.shape[0]
     m = lam.shape[0]
     residual = 0.0
@@ -148,8 +150,9 @@ def block_gauss_seidel(G, v, lam, target, lo, hi, block_start, block_kind, block
                     x = hi[i]
                 d = x - lam[i]
                 if d != 0.0:
+                    gi = Gc[i]
                     for k in range(m):
-                        v[k] += G[k, i] * d
+                        v[k] += gi[k] * d
                     lam[i] = x
                     change = abs(d) * g
                     if change > residual:
@@ -167,8 +170,9 @@ def block_gauss_seidel(G, v, lam, target, lo, hi, block_start, block_kind, block
                 for c in range(3):
                     d = new[c] - lam[i + c]
                     if d != 0.0:
+                        gi = Gc[i + c]
                         for k in range(m):
-                            v[k] += G[k, i + c] * d
+                            v[k] += gi[k] * d
                         lam[i + c] = new[c]
                         change = abs(d) * Gb[c, c]
                         if change > residual:

@@ -221,15 +221,17 @@ class SolverResult:
 
 @kernel
 def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterations, tolerance,
-           G, v, scratch, u_next):
+           G2, v, scratch, u_next):
     """G = J response, v = J u* + G lam, the block Gauss-Seidel, u_next = u* + response lam:
-    every product summed in index order (linalg.matmul's).
+    every product summed in index order (linalg.matmul's). G2 (2 m, m): scratch for G and its
+    transpose (block_gauss_seidel's Gc).
 
     The sums skip the terms whose factor J[i, p] or lam[p] is exactly 0 (a joint row has one
     nonzero entry): the bits are those of the full sums, because every sum starts at +0.0 and
     so is never -0.0, and x + (+-0.0) is x for any x but -0.0 (the skipped terms are +-0.0
     while `response` and u* are finite). Returns (sweeps, residual)."""
     m, N = J.shape
+    G, Gc = G2[0:m], G2[m:2 * m]
     for i in range(m):  # G[i, j] = sum_p J[i, p] response[p, j] in p order, the j's side by side
         for j in range(m):
             G[i, j] = 0.0
@@ -247,7 +249,10 @@ def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterat
         for p in range(m):
             c += G[i, p] * lam[p]
         v[i] = a + c
-    sweeps, residual = block_gauss_seidel(G, v, lam, target, lo, hi, start, kind, mu,
+    for i in range(m):  # G's columns as rows, for the sweeps' updates of v (same values)
+        for j in range(m):
+            Gc[j, i] = G[i, j]
+    sweeps, residual = block_gauss_seidel(G, Gc, v, lam, target, lo, hi, start, kind, mu,
                                           max_iterations, tolerance, scratch)
     for i in range(N):  # u_star + response lam, the sum in p order, the i's side by side
         u_next[i] = 0.0
@@ -294,7 +299,7 @@ def solve_impulses(rows: Rows, u_star: np.ndarray, response: np.ndarray,
     u_next = np.empty(u_star.shape[0])
     iterations, residual = _solve(
         f(rows.J), f(response), f(u_star), lam, f(rows.target), f(rows.lo), f(rows.hi), start,
-        kind, f(mu), int(max_iterations), float(tolerance), np.empty((m, m)), np.empty(m),
+        kind, f(mu), int(max_iterations), float(tolerance), np.empty((2 * m, m)), np.empty(m),
         np.empty((5, 3)), u_next)
     return SolverResult(lam, u_next, int(iterations), float(residual))
 
