@@ -174,6 +174,9 @@ class ArticulatedSystem:
         self.solver_iterations = 0
         self.pd_error = np.zeros(nv)
         self._stage = None  # quantities of integrate1, used by integrate2
+        # the step modules' arrays of this system that live from step to step (their scratch,
+        # their plans), by module: step/lean.py's "lean", step/alone.py's "plan"
+        self.step_scratch: dict = {}
 
     # ============================================================================================
     # state

@@ -18,7 +18,6 @@ general path.
 from __future__ import annotations
 
 import threading
-import weakref
 
 import numpy as np
 
@@ -34,7 +33,6 @@ from raisimcli.physics.step.solver import _impulses_by_source, _solve, warm_star
 _U_BAR = {"SEMI_IMPLICIT": 0, "TRAPEZOID": 1, "EULER": 2, "RUNGE_KUTTA_4": 0}
 _TABLE_ROWS = len(SOURCES) + 1  # the torque table's rows and its total
 
-_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> _plan's tuple
 _WORKSPACES = threading.local()  # per thread: sizes -> the arrays of _workspace
 
 
@@ -167,11 +165,11 @@ def _plan(s, joint, contacts, nc: int) -> tuple:
     names by which sources act), kept for the system for as long as its joint rows are the same
     object and its contacts' keys the same (a robot standing: from step to step)."""
     ckeys = contacts.keys if nc else None
-    plan = _PLANS.get(s)
+    plan = s.step_scratch.get("plan")
     if plan is not None and plan[0] is joint and (plan[1] is ckeys or plan[1] == ckeys):
         return plan  # (equal keys: an island's part of the world's contacts, a new list a step)
     keys = joint.key + contact_keys(contacts) if nc else joint.key
-    plan = _PLANS[s] = (joint, ckeys, keys, *joint.source_groups_with_contacts(nc),
+    plan = s.step_scratch["plan"] = (joint, ckeys, keys, *joint.source_groups_with_contacts(nc),
                         *joint.blocks(), {})
     return plan
 

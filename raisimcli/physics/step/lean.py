@@ -22,8 +22,6 @@ impulse problem the general path solves (step/world_step.py) from their stages m
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pinocchio as pin
 
@@ -42,7 +40,6 @@ from raisimcli.physics.step.stage import Stage
 from raisimcli.physics.step.world_step import integrate2_systems, integrate2_world
 
 PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
-_SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # system -> its _Scratch
 
 
 @kernel
@@ -152,10 +149,15 @@ def step(world, warm_start):
     other robot is stepped by _alone; robots in contact with each other form an island of the
     general path (step/world_step.py), which computes their M and h again."""
     dt = world.dt
+    cw = world.contact_world
+    if len(world.systems) == 1:  # (integrate2_world's one island, without its grouping)
+        s = world.systems[0]
+        dynamics = _dynamics(s)
+        contacts = cw.detect() if cw.active else EMPTY_CONTACTS
+        return contacts, _alone(s, dt, contacts, warm_start, *dynamics)
     pinocchio = {}  # id(system) -> what _dynamics gives
     for s in world.systems:
         pinocchio[id(s)] = _dynamics(s)
-    cw = world.contact_world
     apart = cw.detect_apart() if cw.active else None
     if apart is not None:  # robots on the ground, none near another: each one on its own
         part_of = {id(rs.system): part for rs, part in zip(cw.robots, apart)}
@@ -203,9 +205,9 @@ def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
     step's start: steps 1-3 and u* (_stage), the joint rows that act and, with loop or mimic
     constraints, their elimination. The Stage and its arrays are s's scratch (_Scratch), but
     for those that outlive the step (q_err, the actuators' state), made anew."""
-    ws = _SCRATCH.get(s)
+    ws = s.step_scratch.get("lean")
     if ws is None:
-        ws = _SCRATCH[s] = _Scratch(s)
+        ws = s.step_scratch["lean"] = _Scratch(s)
     conv, nv, q, u = s.conv, s.nv, s.q, s.u
     # steps 1-3 and u* (ArticulatedSystem._explicit_stage), and the joint rows' states
     flags, tr, st = ws.flags, s.transmission, ws.stage
