@@ -455,3 +455,38 @@ def test_export_without_pandas_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     r = run("export", out, "-o", tmp_path / "t")
     assert r.exit_code == 2 and "pip install pandas" in r.output
+
+
+def test_the_run_s_commands_are_the_setters_applied_at_every_step():
+    # Without a controller the run writes its schedules' values into the robot's command arrays
+    # after the first step; stated the other way, the commands are set_pd_target,
+    # set_generalized_force and set_actuator_torques of the scenario's values before every
+    # step. Both ways, 300 steps of quadruped_pd.toml (sine targets, a step of an actuator's
+    # torque at 0.2 s here) and a feedforward ramp must give the same bits.
+    from raisimcli.scenario import load_scenario
+    from raisimcli.scenario.runner import build_world
+    scn = load_scenario(os.path.join(SCENARIOS, "quadruped_pd.toml"),
+                        ("robot.0.actuators.torque.LF_KFE_belt_drive.time=0.2",
+                         'robot.0.feedforward.RH_KFE={type="ramp", start=0.05, stop=0.25, '
+                         'start_value=0.0, stop_value=2.0}'), duration=0.3)
+    w1, (d1,) = build_world(scn)
+    w2, (d2,) = build_world(scn)
+    s1, s2, spec = d1.system, d2.system, d2.spec
+    assert d1._direct and spec.targets and spec.feedforward and spec.actuator_torques
+    q_ref, u_ref, tau_ff, tau_a = s2.q_ref.copy(), s2.u_ref.copy(), s2.tau_ff.copy(), \
+        s2.tau_a.copy()
+    for k in range(scn.steps):
+        t = k * scn.dt
+        d1.apply(t)
+        w1.integrate()
+        for values, schedules in ((q_ref, spec.targets), (u_ref, spec.velocity_targets),
+                                  (tau_ff, spec.feedforward), (tau_a, spec.actuator_torques)):
+            for i, f, _ in schedules:
+                values[i] = f(t)
+        s2.set_pd_target(q_ref, u_ref)
+        s2.set_generalized_force(tau_ff)
+        s2.set_actuator_torques(tau_a)
+        w2.integrate()
+        for name in ("q_ref", "u_ref", "tau_ff", "tau_a", "q", "u"):
+            assert getattr(s1, name).tobytes() == getattr(s2, name).tobytes(), (k, name)
+    assert s1.tau_a.any() and s1.tau_ff.any()  # (the step and the ramp acted)

@@ -208,3 +208,23 @@ def test_a_floating_object_without_mass_is_told_to_take_a_fixed_base(tmp_path):
         assert f["robots/plane/q"].shape == (1500, 0) and f.attrs["status"] == "complete"
         assert f["robots/plane/energy/kinetic"][-1] == 0.0
     assert run("compare", str(out), str(out)).exit_code == 0
+
+
+def test_a_schedule_that_overflows_mid_run_stops_with_one_error(tmp_path):
+    # a ramp from -1e308 to 1e308 is finite at its start and infinite after it (b - a
+    # overflows): the first step's setters take -1e308, the next step's value is checked as it
+    # is written into the robot's targets: one error naming the file, the schedule's key and
+    # the time, exit 2
+    p = tmp_path / "s.toml"
+    p.write_text(BASE.replace("LF_HFE = 0.3", 'LF_HFE = { type = "ramp", start = 0.0, stop = 1.0, '
+                              'start_value = -1e308, stop_value = 1e308 }'))
+    out = tmp_path / "out.h5"
+    r = run("run", str(p), "-q", "-o", str(out))
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.output
+    assert f"{p}: robot[0].pd.target.LF_HFE: the schedule gives inf at t = 0.001 s; expected " \
+        "a finite number" in lines[0], r.output
+    import h5py
+    with h5py.File(out) as f:  # the step before it is logged, the log closed as an error
+        assert f.attrs["status"] == "error" and f["time"].shape == (1,)

@@ -3,6 +3,7 @@ control loop (schedules, integrate1, controllers, integrate2), logged row by row
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
@@ -12,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from raisimcli.errors import ControllerError, Interrupted, LogWriteError, take_interrupt
+from raisimcli.errors import ControllerError, Interrupted, LogWriteError, ScenarioError, \
+    take_interrupt
 from raisimcli.linalg import first_beyond
 from raisimcli.log.writer import LogWriter
 from raisimcli.physics import World
@@ -42,9 +44,10 @@ class RunResult:
 
 
 class _RobotDriver:
-    """Applies one robot's scenario commands before each step."""
+    """Applies one robot's scenario commands before each step. `where`: the robot's place in
+    its scenario file, for messages ("path: robot[0]")."""
 
-    def __init__(self, spec: ResolvedRobot, system: ArticulatedSystem):
+    def __init__(self, spec: ResolvedRobot, system: ArticulatedSystem, where: str = ""):
         self.spec, self.system = spec, system
         s = system
         s.set_state(spec.q0, spec.u0)
@@ -69,41 +72,71 @@ class _RobotDriver:
         self.tau_ff = np.zeros(s.nv)
         self.tau_a = np.zeros(len(s.model.actuators))
         self.has_targets = bool(spec.targets or spec.velocity_targets)
+        m = s.model
         # each command's schedules: the constant ones written into its array here, once; the
-        # others (index, f) evaluated before every step (the command itself is set every step,
-        # over whatever a controller set in the last one)
+        # others (index, f, key) evaluated before every step (the command itself is set every
+        # step, over whatever a controller set in the last one). key: the schedule's key path
         self._varying = []
-        for schedules, values in ((spec.targets, self.q_ref), (spec.velocity_targets, self.u_ref),
-                                  (spec.feedforward, self.tau_ff),
-                                  (spec.actuator_torques, self.tau_a)):
+        for schedules, values, key, names in (
+                (spec.targets, self.q_ref, "pd.target", m.coordinate_names),
+                (spec.velocity_targets, self.u_ref, "pd.velocity_target", m.dof_names),
+                (spec.feedforward, self.tau_ff, "feedforward", m.dof_names),
+                (spec.actuator_torques, self.tau_a, "actuators.torque",
+                 [a.name for a in m.actuators])):
+            varying = []
             for i, f, constant in schedules:
                 if constant:
-                    values[i] = f(0.0)
-            self._varying.append([(i, f) for i, f, constant in schedules if not constant])
+                    values[i] = _finite(f, 0.0, f"{where}.{key}.{names[i]}")
+                else:
+                    varying.append((i, f, f"{where}.{key}.{names[i]}"))
+            self._varying.append(varying)
+        # Without a controller nothing but this driver sets the robot's commands: once the
+        # setters have taken them (the first step), each step writes its schedules' values into
+        # the system's command arrays directly. The arrays are those the setters would make
+        # again, bit for bit: a target is a 1-DoF joint's coordinate (the loader's rule), never
+        # an entry that set_pd_target normalises.
+        self._direct = spec.controller is None
+        self._set_once = False
 
     def apply(self, t: float) -> None:
         s, spec = self.system, self.spec
-        targets, velocity_targets, feedforward, actuator_torques = self._varying
+        if self._set_once:
+            for values, schedules in zip((s.q_ref, s.u_ref, s.tau_ff, s.tau_a), self._varying):
+                for i, f, key in schedules:
+                    values[i] = _finite(f, t, key)
+            self._loads(t)
+            return
+        self._set_once = self._direct
+        for values, schedules in zip((self.q_ref, self.u_ref, self.tau_ff, self.tau_a),
+                                     self._varying):
+            for i, f, key in schedules:
+                values[i] = _finite(f, t, key)
         if self.has_targets:
-            for i, f in targets:
-                self.q_ref[i] = f(t)
-            for i, f in velocity_targets:
-                self.u_ref[i] = f(t)
             s.set_pd_target(self.q_ref, self.u_ref)
         if spec.feedforward:
-            for i, f in feedforward:
-                self.tau_ff[i] = f(t)
             s.set_generalized_force(self.tau_ff)
         if spec.actuator_torques:
-            for i, f in actuator_torques:
-                self.tau_a[i] = f(t)
             s.set_actuator_torques(self.tau_a)
-        for ld in spec.loads:
+        self._loads(t)
+
+    def _loads(self, t: float) -> None:
+        s = self.system
+        for ld in self.spec.loads:
             if ld.start <= t < ld.stop:
                 if ld.is_torque:
                     s.set_external_torque(ld.link, ld.vector)
                 else:
                     s.set_external_force(ld.link, ld.vector, ld.point)
+
+
+def _finite(f, t: float, key: str) -> float:
+    """The value of schedule f at time t, which must be finite (a ramp or a sine of huge values
+    can overflow)."""
+    v = f(t)
+    if not math.isfinite(v):
+        raise ScenarioError(f"{key}: the schedule gives {v} at t = {t:.6g} s; expected a finite "
+                            "number (its values overflow)")
+    return v
 
 
 def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
@@ -127,7 +160,7 @@ def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
         system.constraint_erp = ws.erp
         if r.materials or r.self_collision:
             w.configure_contacts(system, r.materials, r.self_collision, r.self_collision_exclude)
-        drivers.append(_RobotDriver(r, system))
+        drivers.append(_RobotDriver(r, system, f"{scn.path}: robot[{len(drivers)}]"))
     return w, drivers
 
 
