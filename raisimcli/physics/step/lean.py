@@ -43,23 +43,38 @@ PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
 
 
 @kernel
-def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q, u, kp, kd,
-           q_ref, u_ref, tau_ff, lower, upper, b_joint, b_out, k_s, spring_rest, T, stall,
-           back_emf, peak, tau_a, gear, qidx, idx, j_lower, j_upper, vmax, F, M, h, q_err,
-           spring_err, act, tau_cmd, b, L, u_star, states):
+def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper,
+           b_joint, k_s, spring_rest, stall, back_emf, tau_a, F, q_err, act, states):
     """Spec steps 1-3 and u* of step 4 after Pinocchio's crba (M_upper) and nonLinearEffects
-    (h_pin): the loops of ArticulatedSystem._explicit_stage in its order. `flags`: T is the
-    identity, PD mode, springs, the motor regions enforced, loads (their J^T F already in F's
-    tau_ext; else it is zeroed), errors given (q_err and spring_err already written: a robot with
-    spherical joints, whose quaternion errors Conventions.difference takes). M (the convention
-    transform of Conventions.mass_matrix), h (Conventions.nonlinearities; h_pin as it is when T =
-    I), q_err and spring_err (Conventions.difference without quaternions; 0 outside PD mode and
-    without springs), the actuators' w_m, lo, hi, commanded, applied, tau_act end to end in `act`
-    (actuator_torques; tau_act 0 without actuators), w (implicit_diagonal), then step/fused.py's
-    pass and each joint's state (joint_rows._states). F: scratch. Returns the Cholesky factor's
-    info (0: M~ positive definite)."""
+    (h_pin): the loops of ArticulatedSystem._explicit_stage in its order. The robot's constant
+    arrays come packed (_Scratch's layout; fewer arguments cost less to pass): `I` holds the
+    flags, then where each index array starts in I (block_u, floating_u, one_dof_q, one_dof_u of
+    the conventions, the joint rows' qidx and idx, and the end), then those arrays; `C` holds the
+    output damping b_out (nv), the transmission T (n_act, nv), peak and gear (n_act each), the
+    joint rows' lower, upper and vmax. The flags: T is the identity, PD mode, springs, the motor
+    regions enforced, loads (their J^T F already in F's tau_ext; else it is zeroed), errors given
+    (q_err and spring_err already written: a robot with spherical joints, whose quaternion errors
+    Conventions.difference takes). Writes into F (scratch, then the results M, h, spring_err,
+    tau_cmd, b, L, u_star at its end): M (the convention transform of Conventions.mass_matrix),
+    h (Conventions.nonlinearities; h_pin as it is when T = I), q_err and spring_err
+    (Conventions.difference without quaternions; 0 outside PD mode and without springs), the
+    actuators' w_m, lo, hi, commanded, applied, tau_act end to end in `act` (actuator_torques;
+    tau_act 0 without actuators), w (implicit_diagonal), then step/fused.py's pass and each
+    joint's state (joint_rows._states). Returns the Cholesky factor's info (0: M~ positive
+    definite)."""
     n = u.shape[0]
-    n_act = T.shape[0]
+    n_act = stall.shape[0]
+    flags = I[0:6]
+    bu, floating_u = I[I[6]:I[7]], I[I[7]:I[8]]
+    one_q, one_u = I[I[8]:I[9]], I[I[9]:I[10]]
+    qidx, idx = I[I[10]:I[11]], I[I[11]:I[12]]
+    nj = idx.shape[0]
+    b_out = C[0:n]
+    a = n + n_act * n
+    T = C[n:a].reshape((n_act, n))
+    peak, gear = C[a:a + n_act], C[a + n_act:a + 2 * n_act]
+    a += 2 * n_act
+    j_lower, j_upper, vmax = C[a:a + nj], C[a + nj:a + 2 * nj], C[a + 2 * nj:a + 3 * nj]
     M_pin = F[0:n * n].reshape((n, n))
     TM = F[n * n:2 * n * n].reshape((n, n))
     a = 2 * n * n
@@ -71,6 +86,14 @@ def _stage(dt, flags, M_upper, h_pin, u_pin, bu, R, floating_u, one_q, one_u, q,
     w = F[a + 5 * n:a + 6 * n]
     tau_ext = F[a + 6 * n:a + 7 * n]
     M_tilde = F[a + 7 * n:a + 7 * n + n * n].reshape((n, n))
+    a = 3 * n * n + 7 * n  # the results
+    M = F[a:a + n * n].reshape((n, n))
+    a += n * n
+    h, spring_err, tau_cmd, b = F[a:a + n], F[a + n:a + 2 * n], F[a + 2 * n:a + 3 * n], \
+        F[a + 3 * n:a + 4 * n]
+    a += 4 * n
+    L = F[a:a + n * n].reshape((n, n))
+    u_star = F[a + n * n:a + n * n + n]
     _mass_matrix(M_upper, bu, R, M_pin, TM, M)
     if flags[0]:
         for i in range(n):
@@ -123,20 +146,34 @@ class _Scratch:
     step), and its Stage and factor, refilled at each step."""
 
     def __init__(self, s):
-        nv, conv = s.nv, s.conv
-        self.F = np.empty(3 * nv * nv + 7 * nv)  # _stage's scratch
-        self.flags = np.zeros(6, dtype=np.int64)  # _stage's
+        nv, conv, tr, jr = s.nv, s.conv, s.transmission, s.joint_rows
+        # _stage's scratch, then its results M, h, spring_err, tau_cmd, b, L, u* (views below)
+        self.F = F = np.empty(5 * nv * nv + 12 * nv)
+        # _stage's I: the flags, where each index array starts in I, the arrays (its docstring)
+        parts = [conv.block_u, conv.floating_u, conv.one_dof_q, conv.one_dof_u, jr.qidx, jr.idx]
+        starts = np.cumsum([13] + [p.size for p in parts])
+        self.I = np.concatenate([np.zeros(6, dtype=np.int64), starts] + parts).astype(np.int64)
+        self.flags = self.I[0:6]
         self.flags[0] = conv.identity
-        self.M, self.h, self.L = np.empty((nv, nv)), np.empty(nv), np.empty((nv, nv))
-        self.spring_err, self.tau_cmd, self.b = np.empty(nv), np.empty(nv), np.empty(nv)
-        self.u_star = np.empty(nv)
-        self.n_act = n_act = s.transmission.T.shape[0]
+        # _stage's C: the robot's constant floats (the transmission's and the joint rows' are
+        # never written after loading)
+        self.C = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear,
+                                 jr.lower, jr.upper, jr.vmax]).astype(np.float64)
+        a = 3 * nv * nv + 7 * nv
+        self.M = F[a:a + nv * nv].reshape(nv, nv)
+        a += nv * nv
+        self.h, self.spring_err = F[a:a + nv], F[a + nv:a + 2 * nv]
+        self.tau_cmd, self.b = F[a + 2 * nv:a + 3 * nv], F[a + 3 * nv:a + 4 * nv]
+        a += 4 * nv
+        self.L = F[a:a + nv * nv].reshape(nv, nv)
+        self.u_star = F[a + nv * nv:a + nv * nv + nv]
+        self.n_act = n_act = tr.T.shape[0]
         self.act = np.empty(5 * n_act + nv)  # _stage's actuator block, without actuators
-        self.none_acting = s.transmission.none_acting
+        self.none_acting = tr.none_acting
         a = 2 * nv * nv + 7 * nv  # M~ in F (_stage's layout)
-        self.M_tilde = self.F[a:a + nv * nv].reshape(nv, nv)
+        self.M_tilde = F[a:a + nv * nv].reshape(nv, nv)
         self.factor = Factorized(self.M_tilde, None, Cholesky.of_factor(self.L, 0))
-        tau_ext = self.F[2 * nv * nv + 6 * nv:2 * nv * nv + 7 * nv]  # (J^T F of the loads)
+        tau_ext = F[2 * nv * nv + 6 * nv:2 * nv * nv + 7 * nv]  # (J^T F of the loads)
         self.stage = Stage(M=self.M, h=self.h, q_err=None, tau_cmd=self.tau_cmd, tau_act=None,
                            act_state=None, spring_err=self.spring_err, tau_ext=tau_ext,
                            b=self.b, factor=self.factor, u_star=self.u_star, kp=None, kd=None,
@@ -225,13 +262,10 @@ def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
         q_err[:] = conv.difference(q, s.q_ref, floating=False) if pd else 0.0
         ws.spring_err[:] = conv.difference(q, s.spring_rest, floating=False) if s.springs \
             else 0.0
-    info = _stage(float(dt), flags, upper, h_pin, u_pin, conv.block_u,
-                  conv.no_blocks if R is None else R, conv.floating_u, conv.one_dof_q,
-                  conv.one_dof_u, q, u, kp, kd, s.q_ref, s.u_ref, s.tau_ff, s.tau_lower,
-                  s.tau_upper, s.b_joint, tr.output_damping, s.k_s, s.spring_rest, tr.T,
-                  tr.stall, tr.back_emf, tr.peak, s.tau_a, tr.gear, jr.qidx, jr.idx, jr.lower,
-                  jr.upper, jr.vmax, ws.F, ws.M, ws.h, q_err, ws.spring_err, act, ws.tau_cmd,
-                  ws.b, ws.L, ws.u_star, jr.states)
+    info = _stage(float(dt), ws.I, ws.C, upper, h_pin, u_pin, conv.no_blocks if R is None else R,
+                  q, u, kp, kd, s.q_ref, s.u_ref, s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint,
+                  s.k_s, s.spring_rest, tr.stall, tr.back_emf, s.tau_a, ws.F, q_err, act,
+                  jr.states)
     if info != 0:  # raises the general path's error
         Factorized(ws.M_tilde, s.model.dof_names, Cholesky.of_factor(ws.L, info))
     if ws.n_act:
