@@ -274,7 +274,7 @@ class Conventions:
         self.integration_indices = (self.one_dof_q, self.one_dof_u, self.floating_u,
                                     self._floating_q, self._spherical_u, self._spherical_q)
         # the same six, end to end, and where each starts (and the last ends): for a compiled
-        # call that takes them as two arguments (step/alone.py)
+        # call that takes them packed (step/alone.py's _packed_rows)
         self.integration_packed = (
             np.concatenate(self.integration_indices).astype(np.int64),
             np.cumsum([0] + [a.size for a in self.integration_indices]).astype(np.int64))

@@ -63,12 +63,10 @@ def _workspace(m: int, nv: int, nb: int, nc: int, ns: int) -> tuple:
 
 
 @kernel
-def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
-                  J_world, origins, supports, bu, R,
+def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
                   bodies, points, frames, distance, params,
                   impulse, impulse_contact, velocity_contact, target_c,
-                  L, q, u, u_star, lam, max_iterations, tolerance, dt, order, starts,
-                  u_bar_rule, integ, integ_at,
+                  L, q, u, u_star, lam, max_iterations, tolerance, dt, u_bar_rule,
                   tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
                   F, I, u_next, q_next, table):  # noqa: E741
     """Spec steps 4-6 and 5's table of a robot alone: the rows b... of its joints then the
@@ -79,10 +77,27 @@ def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
     nonzero[s] says whether any entry is not 0), q_next = q integrated with the velocity of
     `u_bar_rule` (0 u_next, 1 the trapezoid's (u + u_next) / 2, 2 u; `integ`, `integ_at`:
     Conventions.integration_packed), and the torque table (torque_table's rows: the five
-    applied ones, the nonzero sources in order, zeros, the total). The scratch, the rows and
-    g, nonzero are carved from F and I (_workspace). Returns the sweeps."""
-    m0, nc, nv = bJ.shape[0], distance.shape[0], u.shape[0]
-    m, nb, ns = m0 + 3 * nc, bstart.shape[0], starts.shape[0] - 1
+    applied ones, the nonzero sources in order, zeros, the total). The joint rows, the groups
+    by source and the integration's indices come packed (_packed_rows: RF their floats, RI
+    their integers, made once per row structure). The scratch, the rows and g, nonzero are
+    carved from F and I (_workspace). Without any row, u_next is u* and there is no sweep
+    (solve_impulses'). Returns the sweeps."""
+    nc, nv = distance.shape[0], u.shape[0]
+    m0, nb, ns = RI[0], RI[1], RI[2]
+    m = m0 + 3 * nc
+    # the packed arrays (_packed_rows' layout)
+    a = 3
+    bstart, bkind = RI[a:a + nb], RI[a + nb:a + 2 * nb]
+    a += 2 * nb
+    order = RI[a:a + m]
+    starts = RI[a + m:a + m + ns + 1]
+    a += m + ns + 1
+    integ_at = RI[a:a + 7]
+    integ = RI[a + 7:]
+    bJ = RF[0:m0 * nv].reshape((m0, nv))
+    a = m0 * nv
+    btarget, blo, bhi = RF[a:a + m0], RF[a + m0:a + 2 * m0], RF[a + 2 * m0:a + 3 * m0]
+    bmu = RF[a + 3 * m0:a + 3 * m0 + nb]
     # the arrays of the step, carved from F and I in _workspace's layout (_g_at)
     a = 0
     signs = F[a:a + nc]
@@ -161,17 +176,35 @@ def _impulse_step(bJ, btarget, blo, bhi, bstart, bkind, bmu,
 
 def _plan(s, joint, contacts, nc: int) -> tuple:
     """What integrate2_alone derives from the rows' structure alone: (joint rows, contact keys,
-    the rows' keys, sources, order, starts, the joint rows' blocks (3), the torque table's row
-    names by which sources act), kept for the system for as long as its joint rows are the same
-    object and its contacts' keys the same (a robot standing: from step to step)."""
+    the rows' keys, sources, _packed_rows' RF and RI, the number of blocks of the joint rows,
+    the torque table's row names by which sources act), kept for the system for as long as its
+    joint rows are the same object and its contacts' keys the same (a robot standing: from step
+    to step)."""
     ckeys = contacts.keys if nc else None
     plan = s.step_scratch.get("plan")
     if plan is not None and plan[0] is joint and (plan[1] is ckeys or plan[1] == ckeys):
         return plan  # (equal keys: an island's part of the world's contacts, a new list a step)
     keys = joint.key + contact_keys(contacts) if nc else joint.key
-    plan = s.step_scratch["plan"] = (joint, ckeys, keys, *joint.source_groups_with_contacts(nc),
-                        *joint.blocks(), {})
+    sources, order, starts = joint.source_groups_with_contacts(nc)
+    bs, bk, bm = joint.blocks()
+    plan = s.step_scratch["plan"] = (joint, ckeys, keys, sources,
+                                     *_packed_rows(joint, bs, bk, bm, order, starts,
+                                                   s.conv.integration_packed),
+                                     bs.shape[0], {})
     return plan
+
+
+def _packed_rows(joint, bs, bk, bm, order, starts, integration) -> tuple:
+    """(RF, RI) of _impulse_step: RF the joint rows' J (m0, nv), target, lo, hi and their blocks'
+    mu; RI m0, the number of blocks nb, of sources ns, then the blocks' starts and kinds, order,
+    starts (the rows by source), the integration's integ_at (7) and integ
+    (Conventions.integration_packed)."""
+    integ, integ_at = integration
+    RF = np.concatenate([joint.J.reshape(-1), joint.target, joint.lo, joint.hi, bm]) \
+        .astype(np.float64)
+    RI = np.concatenate([[joint.m, bs.shape[0], starts.shape[0] - 1], bs, bk, order, starts,
+                         integ_at, integ]).astype(np.int64)
+    return RF, RI
 
 
 def can_go_alone(systems, stages, contacts) -> bool:
@@ -190,24 +223,23 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     joint, nc, nv = st.joint_rows, len(contacts), s.nv
     m = joint.m + 3 * nc
     plan = _plan(s, joint, contacts, nc)
-    _, _, keys, sources, order, starts, bs, bk, bm, names_of = plan
+    _, _, keys, sources, RF, RI, nb, names_of = plan
     lam = warm_start_impulses(warm_start, keys)
     if lam is None:
         lam = np.zeros(m)
-    F, I, g, nonzero = _workspace(m, nv, bs.shape[0], nc, len(sources))  # noqa: E741
+    F, I, g, nonzero = _workspace(m, nv, nb, nc, len(sources))  # noqa: E741
     # these leave the step: the next state and the torque table
     u_next, q_next, table = np.empty(nv), np.empty(s.nq), np.empty((_TABLE_ROWS, nv))
     # the joint Jacobians are computed only when contacts need them
     views = s.point_jacobian_views() if nc else s.jacobian_views_unread()
     scheme = s.effective_scheme()
     sweeps = _impulse_step(
-        joint.J, joint.target, joint.lo, joint.hi, bs, bk, bm, *views,
+        RF, RI, *views,
         contacts.bodies_a, contacts.points, contacts.frames, contacts.distance, contacts.params,
         contacts.impulse, contacts.impulse_contact, contacts.velocity_contact, contacts.target,
         st.factor.lower, s.q, s.u, st.u_free, lam, int(s.solver_max_iterations),
-        float(s.solver_tolerance), float(dt), order, starts, _U_BAR[scheme],
-        *s.conv.integration_packed, st.tau_cmd, st.kp, st.kd, st.b, st.tau_act, s.k_s,
-        st.spring_err, st.tau_ext, F, I, u_next, q_next, table)
+        float(s.solver_tolerance), float(dt), _U_BAR[scheme], st.tau_cmd, st.kp, st.kd, st.b,
+        st.tau_act, s.k_s, st.spring_err, st.tau_ext, F, I, u_next, q_next, table)
     loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and nc else None
     point_loads = [loads] if loads is not None else []
     st.solver_impulses = lam
