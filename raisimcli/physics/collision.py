@@ -231,6 +231,25 @@ class RobotShapes:
         self.entry_params = np.zeros((n, 5))
         self.entry_bodies = np.zeros(n, dtype=np.int64)
         self.bounds = np.zeros((1, 6))  # update_near_ground's box of all shapes, when not given
+        self._pack()
+
+    def _pack(self) -> None:
+        """The integer and float arrays above end to end in two arrays (_near_ground's I and F,
+        its docstring gives the layout), each attribute a view of its part: a compiled call
+        then takes two arguments for them (each array passed costs numba about 55-70 ns)."""
+        ints = ("bodies", "kind", "material_index", "hull", "entry_shape", "entry_bodies")
+        floats = ("placements", "extent", "hull_points", "radii", "poses", "lowest",
+                  "entry_point", "entry_distance", "entry_params")
+        head = [self.bodies.size, self.hull.size, self.hull_points.shape[0]]
+        self._I = np.concatenate([np.array(head, dtype=np.int64)] +
+                                 [getattr(self, a).reshape(-1) for a in ints]).astype(np.int64)
+        self._F = np.concatenate([getattr(self, a).reshape(-1) for a in floats]) \
+            .astype(np.float64)
+        for buffer, names, a in ((self._I, ints, 3), (self._F, floats, 0)):
+            for name in names:
+                old = getattr(self, name)
+                setattr(self, name, buffer[a:a + old.size].reshape(old.shape))
+                a += old.size
 
     def update(self) -> None:
         """The shapes' world poses and lowest heights at the system's current state."""
@@ -261,12 +280,8 @@ class RobotShapes:
             self.entry_bodies[:n] = self.bodies[entries]
             _robot_bounds(self.poses, self.radii, margin, bounds, row)
             return n, others  # (update() bumped the poses' version)
-        n, others = _near_ground(views[0], views[1], self.bodies, self.placements, self.kind,
-                                 self.extent, self.hull, self.hull_points, self.radii, reach,
-                                 slack, height, margin,
-                                 self.material_index, params, self.poses, self.lowest,
-                                 self.entry_shape, self.entry_point, self.entry_distance,
-                                 self.entry_params, self.entry_bodies, bounds, row)
+        n, others = _near_ground(views[0], views[1], self._I, self._F, reach, slack, height,
+                                 margin, params, bounds, row)
         self._poses_version += 1
         return int(n), int(others)
 
@@ -387,12 +402,37 @@ def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, 
 
 
 @kernel
-def _near_ground(R, T, bodies, placements, kind, extent, hull, hull_points, radii, reach, slack,
-                 h, margin, material_index, params, poses, lowest, shape, point, distance,
-                 entry_params, entry_bodies, bounds, row):
+def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # noqa: E741
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
     entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
-    of `bounds`; returns (entries, entries not spheres)."""
+    of `bounds`; returns (entries, entries not spheres). The robot's arrays come packed
+    (RobotShapes._pack): I holds n (the shapes), the length of hull and the number of hull
+    points, then bodies, kind, material_index, hull, entry_shape, entry_bodies; F placements
+    (n, 4, 4), extent (n, 3), hull_points (., 3), radii, poses (n, 4, 4), lowest, entry_point
+    (n, 3), entry_distance, entry_params (n, 5)."""
+    m, nh, npts = I[0], I[1], I[2]  # (m shapes)
+    a = 3
+    bodies, kind, material_index = I[a:a + m], I[a + m:a + 2 * m], I[a + 2 * m:a + 3 * m]
+    a += 3 * m
+    hull = I[a:a + nh]
+    a += nh
+    shape, entry_bodies = I[a:a + m], I[a + m:a + 2 * m]
+    placements = F[0:16 * m].reshape((m, 4, 4))
+    a = 16 * m
+    extent = F[a:a + 3 * m].reshape((m, 3))
+    a += 3 * m
+    hull_points = F[a:a + 3 * npts].reshape((npts, 3))
+    a += 3 * npts
+    radii = F[a:a + m]
+    a += m
+    poses = F[a:a + 16 * m].reshape((m, 4, 4))
+    a += 16 * m
+    lowest = F[a:a + m]
+    a += m
+    point = F[a:a + 3 * m].reshape((m, 3))
+    a += 3 * m
+    distance = F[a:a + m]
+    entry_params = F[a + m:a + 6 * m].reshape((m, 5))
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)
     n, others = _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape,
