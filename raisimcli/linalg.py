@@ -257,7 +257,10 @@ def nearest_positive_semidefinite(S) -> np.ndarray:
 
 
 def _f64(a) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.float64)
+    """a as a C-contiguous, writeable float64 array (a copy only when it is not one): numba
+    compiles a function once more for a read-only array."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    return a if a.flags.writeable else a.copy()
 
 
 def matmul(A, B) -> np.ndarray:

@@ -27,13 +27,14 @@ from raisimcli.physics.pinocchio_views import checked_views
 
 
 @kernel
-def _rotate(R, b, v, b_v, i):
-    """Row i of R[b] v[b_v] in the order Pinocchio's compiled Eigen sums it: rows 0 and 1 as one
-    SSE2 packet, left to right; row 2 as r0 v0 + (r1 v1 + r2 v2). tests/test_inverse_dynamics.py
-    checks the bits against Pinocchio's SE3.act."""
+def _rotate(R, b, i, v0, v1, v2):
+    """Row i of R[b] (v0, v1, v2) in the order Pinocchio's compiled Eigen sums it: rows 0 and 1
+    as one SSE2 packet, left to right; row 2 as r0 v0 + (r1 v1 + r2 v2).
+    tests/test_inverse_dynamics.py checks the bits against Pinocchio's SE3.act. (The vector
+    comes as three numbers: an array and a row would be compiled once per kind of array.)"""
     if i < 2:
-        return (R[b, i, 0] * v[b_v, 0] + R[b, i, 1] * v[b_v, 1]) + R[b, i, 2] * v[b_v, 2]
-    return R[b, i, 0] * v[b_v, 0] + (R[b, i, 1] * v[b_v, 1] + R[b, i, 2] * v[b_v, 2])
+        return (R[b, i, 0] * v0 + R[b, i, 1] * v1) + R[b, i, 2] * v2
+    return R[b, i, 0] * v0 + (R[b, i, 1] * v1 + R[b, i, 2] * v2)
 
 
 @kernel
@@ -111,7 +112,7 @@ def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_a
     `floats` holds the fixed joints' frames (n_fixed, 3), the welded inertias' masses, levers
     (n_in, 3) and rotational inertias (n_in, 3, 3), and the 1-DoF axes (n_one, 3), in that
     order (InverseDynamics._packed). One kernel rather than one per pass: numba compiles each
-    callee on its own and again inside its caller. `scratch` (11, 3): the 3-vectors of pass 2
+    callee on its own and again inside its caller. `scratch` (8, 3): the 3-vectors of pass 2
     (no array is made inside: each would cost numba compile time); `moment`, `point`
     (n_joints, 3): scratch."""
     moving_rows, moving_bodies = ints[ints[0]:ints[1]], ints[ints[1]:ints[2]]
@@ -134,18 +135,17 @@ def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_a
     for n in range(moving_bodies.shape[0]):
         b, k = moving_bodies[n], moving_rows[n]
         for i in range(3):
-            force[k, i] = _rotate(R, b, L, b, i)
+            force[k, i] = _rotate(R, b, i, L[b, 0], L[b, 1], L[b, 2])
         p0, p1, p2 = T[b, 0], T[b, 1], T[b, 2]
         f0, f1, f2 = force[k, 0], force[k, 1], force[k, 2]
         px = (p1 * f2 - p2 * f1, p2 * f0 - p0 * f2, p0 * f1 - p1 * f0)
         for i in range(3):
-            moment[k, i] = _rotate(R, b, A, b, i) + px[i]
+            moment[k, i] = _rotate(R, b, i, A[b, 0], A[b, 1], A[b, 2]) + px[i]
             point[k, i] = T[b, i]
     # 2. the fixed joints
     w_lin, w_ang = scratch[0], scratch[1]
     ia_lin, ia_ang, iv_lin, iv_ang = scratch[2], scratch[3], scratch[4], scratch[5]
     x_lin, x_ang = scratch[6], scratch[7]
-    wl, wa, fr = scratch[8:9], scratch[9:10], scratch[10:11]
     for n in range(rows.shape[0]):
         k, b = rows[n], bodies[n]
         for i in range(3):
@@ -173,24 +173,20 @@ def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_a
         for h in range(hang_off[n], hang_off[n + 1]):
             c = hang_bodies[h]
             for i in range(3):
-                x_lin[i] = _rotate(lR, c, L, c, i)
+                x_lin[i] = _rotate(lR, c, i, L[c, 0], L[c, 1], L[c, 2])
             for i in range(3):
-                x_ang[i] = _rotate(lR, c, A, c, i) + \
+                x_ang[i] = _rotate(lR, c, i, A[c, 0], A[c, 1], A[c, 2]) + \
                     (lT[c, (i + 1) % 3] * x_lin[(i + 2) % 3] - lT[c, (i + 2) % 3] * x_lin[(i + 1) % 3])
             for i in range(3):
                 w_lin[i] = w_lin[i] + x_lin[i]
                 w_ang[i] = w_ang[i] + x_ang[i]
         for i in range(3):
-            wl[0, i] = w_lin[i]
-            wa[0, i] = w_ang[i]
-            fr[0, i] = frames[n, i]
+            force[k, i] = _rotate(R, b, i, w_lin[0], w_lin[1], w_lin[2])
         for i in range(3):
-            force[k, i] = _rotate(R, b, wl, 0, i)
-        for i in range(3):
-            moment[k, i] = _rotate(R, b, wa, 0, i) + \
+            moment[k, i] = _rotate(R, b, i, w_ang[0], w_ang[1], w_ang[2]) + \
                 (T[b, (i + 1) % 3] * force[k, (i + 2) % 3] - T[b, (i + 2) % 3] * force[k, (i + 1) % 3])
         for i in range(3):
-            point[k, i] = _rotate(R, b, fr, 0, i) + T[b, i]
+            point[k, i] = _rotate(R, b, i, frames[n, 0], frames[n, 1], frames[n, 2]) + T[b, i]
     # 3. the torques about the joints' positions, the actuation along 1-DoF axes
     for k in range(force.shape[0]):
         a0, a1, a2 = point[k, 0], point[k, 1], point[k, 2]
@@ -302,7 +298,7 @@ class InverseDynamics:
         # 0), the fixed pass's 11 vectors, its inputs when the step has no point loads, and the
         # actuation's NaN row that each call copies
         self._moment, self._point = np.zeros((self.n, 3)), np.zeros((self.n, 3))
-        self._fixed_scratch = np.empty((11, 3))
+        self._fixed_scratch = np.empty((8, 3))
         self._no_loads = (np.zeros((0, 3)), np.zeros((0, 3)),
                           np.zeros((len(self.fixed), 0), dtype=np.bool_))
         self._nan = np.full(self.n, np.nan)

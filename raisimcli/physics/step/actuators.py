@@ -100,7 +100,9 @@ def _clamp(x, lo, hi):
 def _actuators(T, u, stall, back_emf, peak, tau_a, gear, enforce, w_m, lo, hi, commanded,
                applied, tau_act):
     """The loop form of actuator_torques' equations, the products T u and T^T tau_m with
-    linalg's own loop (summed in index order: the bits of linalg.matmul)."""
+    linalg's own loop (summed in index order: the bits of linalg.matmul). T^T tau_m is that
+    loop written out over T's columns: _mv of the transposed view would be compiled once more,
+    for its Fortran layout."""
     _mv(T, u, w_m)
     for a in range(T.shape[0]):
         emf = back_emf[a] * w_m[a]
@@ -108,7 +110,11 @@ def _actuators(T, u, stall, back_emf, peak, tau_a, gear, enforce, w_m, lo, hi, c
         hi[a] = _clamp(stall[a] - emf, -peak[a], peak[a])
         commanded[a] = tau_a[a] / gear[a]
         applied[a] = _clamp(commanded[a], lo[a], hi[a]) if enforce else commanded[a]
-    _mv(T.T, applied, tau_act)
+    for i in range(tau_act.shape[0]):  # _mv(T.T, applied, tau_act)
+        s = 0.0
+        for p in range(T.shape[0]):
+            s += T[p, i] * applied[p]
+        tau_act[i] = s
 
 
 def actuator_torques(tr: Transmission, tau_a: np.ndarray, u: np.ndarray,
