@@ -56,7 +56,8 @@ def test_cholesky_solves_like_lapack(rng):
 def test_cholesky_solves_a_column_block_of_rows_into_a_larger_matrix(rng):
     """solve_rows_into (the impulse response of one system among several) writes
     A^-1 B[:, cols]^T into its rows of X, leaves the other rows alone, and agrees with LAPACK."""
-    for n, k, col0, row0, width in ((6, 5, 0, 0, 6), (6, 7, 4, 4, 13), (5, 3, 2, 7, 9)):
+    for n, k, col0, row0, width in ((6, 5, 0, 0, 6), (6, 7, 4, 4, 13), (5, 3, 2, 7, 9),
+                                    (13, 9, 0, 0, 13), (18, 26, 1, 2, 20)):
         X0 = rng.standard_normal((n, n))
         A = X0 @ X0.T + n * np.eye(n)
         B = rng.standard_normal((k, width))
