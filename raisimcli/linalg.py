@@ -109,29 +109,6 @@ def _cho_solve(L, B, X):
 
 
 @kernel
-def _subtract_rows(X, row0, i, L, r0, dr, c0, dc, p0, p1):
-    """X[row0 + i, c] -= L[r0 + p dr, c0 + p dc] X[row0 + p, c] for p = p0, ..., p1 - 1 in that
-    order, for every column c. Four rows p at a time: each entry still takes the subtractions
-    one after the other in p order (the same bits), but is loaded and stored once per four."""
-    xi = X[row0 + i]
-    k = xi.shape[0]
-    p = p0
-    while p + 4 <= p1:
-        a0, a1 = L[r0 + p * dr, c0 + p * dc], L[r0 + (p + 1) * dr, c0 + (p + 1) * dc]
-        a2, a3 = L[r0 + (p + 2) * dr, c0 + (p + 2) * dc], L[r0 + (p + 3) * dr, c0 + (p + 3) * dc]
-        x0, x1, x2, x3 = X[row0 + p], X[row0 + p + 1], X[row0 + p + 2], X[row0 + p + 3]
-        for c in range(k):
-            xi[c] = (((xi[c] - a0 * x0[c]) - a1 * x1[c]) - a2 * x2[c]) - a3 * x3[c]
-        p += 4
-    while p < p1:
-        a = L[r0 + p * dr, c0 + p * dc]
-        xp = X[row0 + p]
-        for c in range(k):
-            xi[c] -= a * xp[c]
-        p += 1
-
-
-@kernel
 def _cho_solve_rows(L, B, col0, X, row0):
     """X[row0 + i, c] = ((L L^T)^-1 B[c, col0 : col0 + n])[i] for every row c of B: the solution
     of B's column block transposed, read from B's rows (no transposed copy). Each column c goes
@@ -142,12 +119,18 @@ def _cho_solve_rows(L, B, col0, X, row0):
         for c in range(k):
             X[row0 + i, c] = B[c, col0 + i]
     for i in range(n):  # forward: s = b_i - sum_p<i L[i, p] x_p, in p order, then / L[i, i]
-        _subtract_rows(X, row0, i, L, i, 0, 0, 1, 0, i)  # L[i, p]
+        for p in range(i):
+            a = L[i, p]
+            for c in range(k):
+                X[row0 + i, c] -= a * X[row0 + p, c]
         d = L[i, i]
         for c in range(k):
             X[row0 + i, c] = X[row0 + i, c] / d
     for i in range(n - 1, -1, -1):  # backward: s = y_i - sum_p>i L[p, i] x_p, in p order
-        _subtract_rows(X, row0, i, L, 0, 1, i, 0, i + 1, n)  # L[p, i]
+        for p in range(i + 1, n):
+            a = L[p, i]
+            for c in range(k):
+                X[row0 + i, c] -= a * X[row0 + p, c]
         d = L[i, i]
         for c in range(k):
             X[row0 + i, c] = X[row0 + i, c] / d
