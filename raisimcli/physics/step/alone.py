@@ -80,8 +80,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     applied ones, the nonzero sources in order, zeros, the total). The joint rows, the groups
     by source and the integration's indices come packed (_packed_rows: RF their floats, RI
     their integers, made once per row structure). The scratch, the rows and g, nonzero are
-    carved from F and I (_workspace). Without any row, u_next is u* and there is no sweep
-    (solve_impulses'). Returns the sweeps."""
+    carved from F and I (_workspace). Returns the sweeps."""
     nc, nv = distance.shape[0], u.shape[0]
     m0, nb, ns = RI[0], RI[1], RI[2]
     m = m0 + 3 * nc
