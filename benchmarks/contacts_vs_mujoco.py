@@ -1,22 +1,21 @@
 """The quadruped standing on the ground under PD, four foot contacts, dt = 1 ms: raisimcli's
 World.integrate() against MuJoCo's mj_step on an equivalent model (benchmarks/quadruped_mujoco.xml:
 the same bodies, masses and inertias, four sphere feet, PD servos), timed in the same run.
-Prints the ratio and where raisimcli's time goes; then the drop of scenarios/quadruped_drop.toml
+Prints the ratio and where raisimcli's time goes (common.breakdown: a timer around each compiled
+and Pinocchio call, and what passing each compiled call's arguments costs); then the drop of scenarios/quadruped_drop.toml
 (feet 0.5 m above the ground, legs held by the same PD): the first second, fall, impacts and
 settling, from the same start in both, best of three.
 
     python benchmarks/contacts_vs_mujoco.py
 """
 
-import cProfile
 import os
-import pstats
 import time
 
 import mujoco
 import numpy as np
 
-from common import ROBOTS, per_call_us
+from common import ROBOTS, breakdown, per_call_us
 from raisimcli.physics import World
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,22 +85,10 @@ def main():
           f"ratio {t_ours / t_mj:.0f}x (goal: 2x)")
     normal = sum(c.impulse[2] for c in w.contacts) / w.dt
     print(f"  foot normal forces {normal:.4f} N, weight {r.model.total_mass * 9.81:.4f} N")
-    prof = cProfile.Profile()
-    prof.enable()
-    t0 = time.perf_counter()
-    for _ in range(300):
-        w.integrate()
-    prof.disable()
-    print(f"  where raisimcli's time goes ({(time.perf_counter() - t0) / 300 * 1e6:.0f} us/step "
-          "under the profiler):")
-    st = pstats.Stats(prof)
-    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][3])  # cumulative
-    shown = 0
-    for (file, line, func), (cc, nc, tt, ct, callers) in rows:
-        if "raisimcli" in file and shown < 10:
-            print(f"    {ct / 300 * 1e6:8.1f} us  {os.path.basename(file)}:{func}")
-            shown += 1
-
+    total, rows = breakdown(w.integrate)
+    print(f"  where raisimcli's time goes ({total:.1f} us a step with a timer around each call):")
+    for what, us in rows:
+        print(f"    {us:6.2f} us  {what}")
 
 if __name__ == "__main__":
     main()
