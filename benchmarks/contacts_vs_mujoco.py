@@ -90,5 +90,6 @@ def main():
     for what, us in rows:
         print(f"    {us:6.2f} us  {what}")
 
+
 if __name__ == "__main__":
     main()
