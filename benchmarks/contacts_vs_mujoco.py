@@ -2,9 +2,9 @@
 World.integrate() against MuJoCo's mj_step on an equivalent model (benchmarks/quadruped_mujoco.xml:
 the same bodies, masses and inertias, four sphere feet, PD servos), timed in the same run.
 Prints the ratio and where raisimcli's time goes (common.breakdown: a timer around each compiled
-and Pinocchio call, and what passing each compiled call's arguments costs); then the drop of scenarios/quadruped_drop.toml
-(feet 0.5 m above the ground, legs held by the same PD): the first second, fall, impacts and
-settling, from the same start in both, best of three.
+and Pinocchio call, and what passing each compiled call's arguments costs); then the drop of
+scenarios/quadruped_drop.toml (feet 0.5 m above the ground, legs held by the same PD): the first
+second, fall, impacts and settling, from the same start in both, best of three.
 
     python benchmarks/contacts_vs_mujoco.py
 """
