@@ -191,9 +191,12 @@ class ArticulatedSystem:
 
     def invalidate(self) -> None:
         """Forget everything derived from the state (M, h, kinematics, the implicit diagonal,
-        an integrate1 not followed by integrate2), after the state was set from a record."""
+        an integrate1 not followed by integrate2), after the state was set from a record, and
+        the step modules' scratch with their copies of the model's constant arrays (made again
+        at the next step)."""
         self._w_key = None
         self._stage = None
+        self.step_scratch.clear()
         self._touched()
 
     def _touched(self) -> None:

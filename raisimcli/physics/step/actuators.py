@@ -19,7 +19,9 @@ class Transmission:
     holds G at the driven joint and r_c at each coupled joint). `gear`, `stall`, `b`, `peak`:
     (n_act,) gear ratio, stall torque K_t V_bus / R, back-EMF damping K_t / (R K_v) and peak torque
     (motor side). `output_damping`, `output_friction`: (nv,) b_out and tau_c,out of each actuated
-    joint."""
+    joint. `T`, `gear`, `peak` and `output_damping` are never written after loading: the lean
+    step keeps copies of them (step/lean.py's _Scratch); whatever changes them must call the
+    system's `invalidate()`, which drops those copies."""
 
     names: tuple
     T: np.ndarray
