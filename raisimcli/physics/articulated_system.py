@@ -314,6 +314,16 @@ class ArticulatedSystem:
                                       self._no_blocks)
         return PointJacobianViews(J, origins, self._supports, self.conv.block_u, R)
 
+    @property
+    def has_jacobian_view(self) -> bool:
+        """Whether the joint Jacobians (data.J) are read through a view made at load."""
+        return self._J_view is not None
+
+    def forget_joint_jacobians(self) -> None:
+        """Compute the joint Jacobians again when next asked for (a step that computed them and
+        then handed the step to another path, which computes them in its own order)."""
+        self._cache.pop("jac", None)
+
     def jacobian_views_unread(self) -> PointJacobianViews:
         """Arrays of the kinds point_jacobian_views returns, for a compiled call that will not
         read them (no contact): nothing is computed, and their contents are not those of the
@@ -827,15 +837,16 @@ class ArticulatedSystem:
             table = torque_table(dt, u_next - u, u, u_next, s.tau_cmd, s.kp, s.kd,
                                  s.b, s.tau_act, self.k_s, s.spring_err, s.tau_ext,
                                  impulse_by_source)
-        self.end_step(dt, s, q_next, u_next, table, act_state, point_loads, iterations,
+        self.end_step(dt, s.q_err, q_next, u_next, table, act_state, point_loads, iterations,
                       in_contact, start_pin)
 
-    def end_step(self, dt: float, s: Stage, q_next: np.ndarray, u_next: np.ndarray,
+    def end_step(self, dt: float, pd_error: np.ndarray, q_next: np.ndarray, u_next: np.ndarray,
                  table: dict, act_state, point_loads: list, iterations: int, in_contact: bool,
                  start_pin) -> None:
         """The step's results become the state: q_{t+1}, u_{t+1}, the torque table, the actuator
         states, the joint wrenches (inverse dynamics, from Pinocchio's inputs at the step's
-        start `start_pin`, with the contact forces `point_loads`), the PD error, had_contact."""
+        start `start_pin`, with the contact forces `point_loads`), the PD error of the step's
+        start, had_contact."""
         self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.after_step(u_next, dt,
@@ -843,7 +854,7 @@ class ArticulatedSystem:
                                                         start_pin)
         self.torque = table
         self.actuator_state = act_state
-        self.pd_error = s.q_err
+        self.pd_error = pd_error
         self.pending_loads.clear()
         self.q, self.u = q_next, u_next
         self._touched()

@@ -253,6 +253,21 @@ class RobotShapes:
                 setattr(self, name, buffer[a:a + old.size].reshape(old.shape))
                 a += old.size
 
+    @property
+    def packed_I(self) -> np.ndarray:
+        """The integer arrays end to end (_pack; _near_ground's I)."""
+        return self._I
+
+    @property
+    def packed_F(self) -> np.ndarray:
+        """The float arrays end to end (_pack; _near_ground's F)."""
+        return self._F
+
+    def poses_written(self) -> None:
+        """Say that a compiled call has written the poses (as _near_ground does): the coal
+        transforms of the last ones are stale."""
+        self._poses_version += 1
+
     def update(self) -> None:
         """The shapes' world poses and lowest heights at the system's current state."""
         views = self.system.body_placements()

@@ -661,6 +661,11 @@ class ContactWorld:
                 return None
         return [self._spheres_on_ground(rs, n) for rs, n in zip(self.robots, counts)]
 
+    def ground_contact_params(self, rs: RobotShapes) -> np.ndarray:
+        """_ground_params: the contact params of each of the robot's materials with the ground
+        (read them, never write them)."""
+        return self._ground_params(rs)
+
     def _ground_params(self, rs: RobotShapes) -> np.ndarray:
         """(len(rs.materials), 5): the contact params (friction, restitution, threshold, erp,
         slop) of each of the robot's materials with the ground, kept until one of them changes."""

@@ -27,6 +27,7 @@ class World:
         self.contacts = EMPTY_CONTACTS  # a ContactSet: detected by integrate1, solved by integrate2
         self._warm_start: Mapping = {}  # the last step's impulses by row key (WarmStart)
         self.lean = True  # whether integrate() may take step.lean's path (tests compare both)
+        self.quick = True  # whether step.lean may take step.quick's (tests compare both)
 
     @property
     def time(self) -> float:

@@ -253,6 +253,6 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
                 tuple(source for source, acts in zip(sources, nonzero.tolist()) if acts))
         torque = dict(zip(names, table))
         torque["total"] = table[-1]
-        s.end_step(dt, st, q_next, u_next, torque, st.act_state, point_loads, int(sweeps),
+        s.end_step(dt, st.q_err, q_next, u_next, torque, st.act_state, point_loads, int(sweeps),
                    bool(nc), s.pinocchio_inputs() if s.compute_inverse_dynamics else None)
     return keys, lam

@@ -189,6 +189,10 @@ def step(world, warm_start):
     cw = world.contact_world
     if len(world.systems) == 1:  # (integrate2_world's one island, without its grouping)
         s = world.systems[0]
+        if world.quick and quick.applies(world, s):
+            done = quick.step(world, s, warm_start)
+            if done is not None:
+                return done
         dynamics = _dynamics(s)
         contacts = cw.detect() if cw.active else EMPTY_CONTACTS
         return contacts, _alone(s, dt, contacts, warm_start, *dynamics)
@@ -280,3 +284,6 @@ def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
     if s.constraints:  # loops and mimics: eliminated, as ArticulatedSystem.prepare_step does
         eliminate(s, st, dt)
     return st
+
+
+from raisimcli.physics.step import quick  # noqa: E402  (it compiles _stage into its call)

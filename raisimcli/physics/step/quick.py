@@ -1,0 +1,505 @@
+"""The whole step of a robot alone, on the ground or in the air, in one compiled call after
+Pinocchio's (spec Integration Steps 1-12): World.integrate's most common case, without the
+records the other paths hand from stage to stage.
+
+step/lean.py takes such a step as four compiled calls with Python between them: the ground query
+(ContactWorld.detect), the stage (lean._stage), the joint rows' Rows record of the joints' states,
+the warm start looked up by row key, and the impulse step (alone._impulse_step). `_quick` calls
+the same compiled functions in the same order on the same inputs, so every result has the same
+bits (tests/test_quick.py compares the two paths step by step); what it saves is the Python
+between them and most of their arguments:
+
+- the joint rows are made in the compiled call from the joints' states, as JointRowTable._build
+  makes them (position limits, velocity limits, then friction, each in joint order);
+- a row is named by an integer code instead of its key: kind * nj + joint for a joint's row
+  (kinds: position limit, velocity limit, friction), 3 nj + 3 shape + direction for a contact's.
+  The warm start is the last step's codes and impulses; a row takes the impulse of the row with
+  its code, 0 if none, as warm_start_impulses takes the one with its key. `CodedWarmStart` is the
+  World's warm start between steps and gives the keys when someone reads them;
+- the step's results are written into one new array a step (`OF`, and `OI` for integers): the
+  next q and u, the PD error, the torque table, the actuators' states, the impulses and the
+  contacts. The contacts are a ContactSet (`PackedContacts`) whose arrays are views of it, made
+  when first read.
+
+`step` takes the step when the world holds one robot with neither loop nor mimic constraints nor
+spherical joints, under any scheme but RUNGE_KUTTA_4, and its contacts (if any) are with the
+ground alone (no static box, no self-collision). Otherwise, or when the compiled call finds what
+only the other path handles (a shape near the ground that is not a sphere, a step without any
+row, M~ not positive definite), it returns None and lean.step takes the step from the start:
+Pinocchio's results are recomputed, with the same bits. After such a step the next `_BACK_OFF`
+steps go to lean.step directly (a robot whose box sits on the ground would otherwise pay for both
+paths at every step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from raisimcli.jit import kernel
+from raisimcli.physics.collision import _near_ground
+from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactSet
+from raisimcli.physics.step.actuators import ActuatorState
+from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _g_at, _impulse_step
+from raisimcli.physics.step.contact_solver import SCALAR
+from raisimcli.physics.step.decomposition import _row_names
+from raisimcli.physics.step.joint_rows import ABOVE, BELOW, FAST_UP, FREE
+from raisimcli.physics.step.lean import PD_PLUS_FEEDFORWARD_TORQUE, _stage
+from raisimcli.physics.step.solver import WarmStart
+
+_BACK_OFF = 50  # steps taken by lean.step after the compiled call declined one
+_KINDS = ("position_limit", "velocity_limit", "friction")  # the joint rows' kinds, by code
+_SOURCES = ("joint_limits", "joint_friction", "contacts")  # the row sources, in row order
+_HEAD = 8  # OI's header: contacts, rows, sweeps, sources with impulses (a bit each), status
+
+# the compiled call's answers (OI[4])
+DONE, NOT_SPHERES, NO_ROWS, NOT_DEFINITE = 0, 1, 2, 3
+
+
+@kernel
+def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
+           flags, pl_R, pl_T, J_world, supports, bu, R, rs_I, rs_F, ground_params, bounds, BI,
+           BF, M_upper, h_pin, u_pin, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper, b_joint,
+           k_s, spring_rest, stall, back_emf, tau_a, states, prev_codes, prev_lam, W, WI, OF,
+           OI):  # noqa: E741
+    """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
+    nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
+    pl_R, pl_T). The robot's constant arrays come packed: BI (QuickScratch's header, then
+    _stage's I, the integration's integ_at and integ), BF (_stage's C, each joint's friction
+    bound per second, the ground's contact frame); W and WI are scratch. Writes OF and OI (the
+    layouts of QuickScratch.results); OI[4] says whether the step was taken (DONE) or why not."""
+    n, nq = u.shape[0], q.shape[0]
+    nj, n_act = BI[9], BI[10]
+    m0max, emax = 2 * nj, BI[11]
+    stage_I = BI[BI[0]:BI[1]]
+    integ_at, integ = BI[BI[1]:BI[2]], BI[BI[2]:BI[3]]
+    lc = n + n_act * n + 2 * n_act + 3 * nj
+    stage_C = BF[0:lc]
+    fric = BF[lc:lc + nj]
+    up = BF[lc + nj:lc + nj + 9].reshape((3, 3))
+    idx = stage_I[stage_I[11]:stage_I[12]]
+    vmax = stage_C[lc - nj:lc]
+    for i in range(_HEAD):
+        OI[i] = 0
+    # the ground query (ContactWorld.detect of a robot alone on the ground)
+    nc = 0
+    if detect:
+        nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, reach, slack, height, margin,
+                                  ground_params, bounds, 0)
+        if others:
+            OI[4] = NOT_SPHERES
+            return
+    # spec steps 1-3 and u* (lean._stage), with the flags lean._lean_stage sets
+    for i in range(4):
+        stage_I[1 + i] = (flags >> i) & 1
+    stage_I[5] = 0
+    ls = 5 * n * n + 12 * n
+    SF = W[0:ls]
+    q_next, u_next, q_err = OF[0:nq], OF[nq:nq + n], OF[nq + n:nq + 2 * n]
+    a = nq + 2 * n
+    table = OF[a:a + _TABLE_ROWS * n].reshape((_TABLE_ROWS, n))
+    a += _TABLE_ROWS * n
+    act = OF[a:a + 5 * n_act + n]
+    a += 5 * n_act + n
+    lam_all = OF[a:a + m0max + 3 * emax]
+    c0 = a + m0max + 3 * emax  # the contacts' arrays
+    info = _stage(dt, stage_I, stage_C, M_upper, h_pin, u_pin, R, q, u, kp, kd, q_ref, u_ref,
+                  tau_ff, lower, upper, b_joint, k_s, spring_rest, stall, back_emf, tau_a, SF,
+                  q_err, act, states)
+    if info != 0:
+        OI[4] = NOT_DEFINITE
+        return
+    # the joint rows (JointRowTable._build: position limits, velocity limits, then friction)
+    n_lim, n_vel, n_fric = 0, 0, 0
+    for k in range(nj):
+        if states[k] == BELOW or states[k] == ABOVE:
+            n_lim += 1
+        elif states[k] != FREE:
+            n_vel += 1
+        if fric[k] > 0:
+            n_fric += 1
+    m0 = n_lim + n_vel + n_fric
+    m = m0 + 3 * nc
+    if m == 0:  # (lean.step's finish_step)
+        OI[4] = NO_ROWS
+        return
+    codes = OI[_HEAD:_HEAD + m]
+    RF = W[ls:ls + m0 * n + 4 * m0]
+    bJ = RF[0:m0 * n].reshape((m0, n))
+    btarget, blo = RF[m0 * n:m0 * n + m0], RF[m0 * n + m0:m0 * n + 2 * m0]
+    bhi, bmu = RF[m0 * n + 2 * m0:m0 * n + 3 * m0], RF[m0 * n + 3 * m0:m0 * n + 4 * m0]
+    for r in range(m0 * n):
+        RF[r] = 0.0
+    r = 0
+    for k in range(nj):  # position limits: a hard stop
+        if states[k] == BELOW or states[k] == ABOVE:
+            below = states[k] == BELOW
+            bJ[r, idx[k]] = 1.0
+            btarget[r] = 0.0
+            blo[r] = 0.0 if below else -np.inf
+            bhi[r] = np.inf if below else 0.0
+            codes[r] = k
+            r += 1
+    for k in range(nj):  # velocity limits
+        if states[k] != FREE and states[k] != BELOW and states[k] != ABOVE:
+            up_ = states[k] == FAST_UP
+            bJ[r, idx[k]] = 1.0
+            btarget[r] = (1.0 if up_ else -1.0) * vmax[k]
+            blo[r] = -np.inf if up_ else 0.0
+            bhi[r] = 0.0 if up_ else np.inf
+            codes[r] = nj + k
+            r += 1
+    for k in range(nj):  # friction, bounded by (tau_c,joint + tau_c,out) dt
+        if fric[k] > 0:
+            bound = fric[k] * dt
+            bJ[r, idx[k]] = 1.0
+            btarget[r] = 0.0
+            blo[r] = -bound
+            bhi[r] = bound
+            codes[r] = 2 * nj + k
+            r += 1
+    for r in range(m0):
+        bmu[r] = 0.0
+    # the contacts' arrays (ContactSet of _spheres_on_ground), their rows' codes
+    bodies = OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + nc]
+    shapes = OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + nc]
+    points = OF[c0:c0 + 3 * nc].reshape((nc, 3))
+    c = c0 + 3 * nc
+    frames = OF[c:c + 9 * nc].reshape((nc, 3, 3))
+    c += 9 * nc
+    distance = OF[c:c + nc]
+    params = OF[c + nc:c + 6 * nc].reshape((nc, 5))
+    c += 6 * nc
+    impulse = OF[c:c + 3 * nc].reshape((nc, 3))
+    impulse_contact = OF[c + 3 * nc:c + 6 * nc].reshape((nc, 3))
+    velocity_contact = OF[c + 6 * nc:c + 9 * nc].reshape((nc, 3))
+    target_c = OF[c + 9 * nc:c + 10 * nc]
+    if nc:
+        ns_ = rs_I[0]
+        e_shape = rs_I[BI[4]:BI[4] + ns_]
+        e_bodies = rs_I[BI[5]:BI[5] + ns_]
+        e_point = rs_F[BI[6]:BI[6] + 3 * ns_].reshape((ns_, 3))
+        e_distance = rs_F[BI[7]:BI[7] + ns_]
+        e_params = rs_F[BI[8]:BI[8] + 5 * ns_].reshape((ns_, 5))
+        for e in range(nc):
+            bodies[e], shapes[e] = e_bodies[e], e_shape[e]
+            distance[e] = e_distance[e]
+            for i in range(3):
+                points[e, i] = e_point[e, i]
+                impulse[e, i], impulse_contact[e, i], velocity_contact[e, i] = 0.0, 0.0, 0.0
+                for j in range(3):
+                    frames[e, i, j] = up[i, j]
+            for i in range(5):
+                params[e, i] = e_params[e, i]
+            target_c[e] = 0.0
+            for i in range(3):
+                codes[m0 + 3 * e + i] = 3 * nj + 3 * e_shape[e] + i
+    # the warm start: the last step's impulse of the row with the same code, else 0
+    lam = lam_all[0:m]
+    for r in range(m):
+        lam[r] = 0.0
+        for p in range(prev_codes.shape[0]):
+            if prev_codes[p] == codes[r]:
+                lam[r] = prev_lam[p]
+                break
+    # _packed_rows' RI: m0, blocks (one scalar block a joint row), sources, their rows in order
+    ns = (1 if n_lim + n_vel else 0) + (1 if n_fric else 0) + (1 if nc else 0)
+    lr = 3 + 2 * m0 + m + ns + 1
+    RI = WI[0:lr + 7 + integ.shape[0]]
+    RI[0], RI[1], RI[2] = m0, m0, ns
+    for r in range(m0):
+        RI[3 + r] = r
+        RI[3 + m0 + r] = SCALAR
+    for r in range(m):
+        RI[3 + 2 * m0 + r] = r
+    a = 3 + 2 * m0 + m
+    RI[a] = 0
+    k = 1
+    if n_lim + n_vel:
+        RI[a + k] = n_lim + n_vel
+        k += 1
+    if n_fric:
+        RI[a + k] = m0
+        k += 1
+    if nc:
+        RI[a + k] = m
+    for i in range(7):
+        RI[lr + i] = integ_at[i]
+    for i in range(integ.shape[0]):
+        RI[lr + 7 + i] = integ[i]
+    # spec steps 4-6 and 5's table (alone._impulse_step, in _workspace's layout)
+    a = 3 * n * n + 7 * n  # _stage's results
+    M_end = a + n * n
+    spring_err, tau_cmd = SF[M_end + n:M_end + 2 * n], SF[M_end + 2 * n:M_end + 3 * n]
+    b = SF[M_end + 3 * n:M_end + 4 * n]
+    L = SF[M_end + 4 * n:M_end + 4 * n + n * n].reshape((n, n))
+    u_star = SF[M_end + 4 * n + n * n:M_end + 5 * n + n * n]
+    tau_ext = SF[2 * n * n + 6 * n:2 * n * n + 7 * n]
+    tau_act = act[5 * n_act:5 * n_act + n]
+    FI = W[ls + m0max * n + 4 * m0max:]
+    II = WI[3 + 2 * m0max + m0max + 3 * emax + 4 + 7 + integ.shape[0]:]
+    sweeps = _impulse_step(RF, RI, J_world, pl_T, supports, bu, R, bodies, points, frames,
+                           distance, params, impulse, impulse_contact, velocity_contact,
+                           target_c, L, q, u, u_star, lam, max_iterations, tolerance, dt,
+                           u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
+                           FI, II, u_next, q_next, table)
+    nonzero = II[nc + 2 * (m0 + nc):nc + 2 * (m0 + nc) + ns]
+    mask, k = 0, 0  # bit k: source k of _SOURCES has rows and an impulse
+    if n_lim + n_vel:
+        mask |= 1 if nonzero[k] else 0
+        k += 1
+    if n_fric:
+        mask |= 2 if nonzero[k] else 0
+        k += 1
+    if nc:
+        mask |= 4 if nonzero[k] else 0
+    OI[0], OI[1], OI[2], OI[3], OI[4] = nc, m, sweeps, mask, DONE
+
+
+class QuickScratch:
+    """One system's constant arrays packed for _quick, its scratch and the layout of its results,
+    made at its first quick step (and again after ArticulatedSystem.invalidate(), or when its
+    shapes in the contact world were made again)."""
+
+    def __init__(self, s, rs):
+        nv, nq, conv, tr, jr = s.nv, s.nq, s.conv, s.transmission, s.joint_rows
+        nj, n_act = jr.idx.size, tr.T.shape[0]
+        self.rs = rs
+        self.emax = emax = len(rs.shapes) if rs is not None else 0
+        m0max = 2 * nj
+        self.mmax = mmax = m0max + 3 * emax
+        integ, integ_at = conv.integration_packed
+        parts = [conv.block_u, conv.floating_u, conv.one_dof_q, conv.one_dof_u, jr.qidx, jr.idx]
+        starts = np.cumsum([13] + [p.size for p in parts])
+        stage_I = np.concatenate([np.zeros(6, dtype=np.int64), starts] + parts).astype(np.int64)
+        stage_I[0] = conv.identity
+        head = np.zeros(16, dtype=np.int64)
+        head[0] = 16
+        head[1] = head[0] + stage_I.size
+        head[2] = head[1] + 7
+        head[3] = head[2] + integ.size
+        if rs is not None:  # where the entries are in the shapes' packed arrays
+            head[4] = _offset(rs.entry_shape, rs.packed_I)
+            head[5] = _offset(rs.entry_bodies, rs.packed_I)
+            head[6] = _offset(rs.entry_point, rs.packed_F)
+            head[7] = _offset(rs.entry_distance, rs.packed_F)
+            head[8] = _offset(rs.entry_params, rs.packed_F)
+        head[9], head[10], head[11] = nj, n_act, emax
+        self.BI = np.concatenate([head, stage_I, integ_at, integ]).astype(np.int64)
+        fric = (jr.joint_friction + jr.output_friction).astype(np.float64)
+        self.BF = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear,
+                                  jr.lower, jr.upper, jr.vmax, fric,
+                                  _UP_FRAME.reshape(-1)]).astype(np.float64)
+        ls = 5 * nv * nv + 12 * nv
+        nf = _g_at(mmax, nv, m0max, emax) + 2 * len(_SOURCES) * nv + 2 * nv
+        self.W = np.zeros(ls + m0max * nv + 4 * m0max + nf)
+        self.tau_ext = self.W[2 * nv * nv + 6 * nv:2 * nv * nv + 7 * nv]  # (J^T F of the loads)
+        ni = emax + 2 * (m0max + emax) + len(_SOURCES)
+        self.WI = np.zeros(3 + 2 * m0max + mmax + 4 + 7 + integ.size + ni, dtype=np.int64)
+        # the results: OF is q_next, u_next, q_err, the table, the actuators' block, the
+        # impulses, the contacts' arrays; OI the header, the codes, the contacts' bodies, shapes
+        self.at_table = nq + 2 * nv
+        self.at_act = self.at_table + _TABLE_ROWS * nv
+        self.at_lam = self.at_act + 5 * n_act + nv
+        self.at_contacts = self.at_lam + mmax
+        self.n_of = self.at_contacts + 28 * emax
+        self.n_oi = _HEAD + mmax + 2 * emax
+        self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
+        self.none_acting = tr.none_acting
+        self.identity = conv.identity
+        self.R_none = conv.no_blocks
+        self.no_params, self.no_bounds = np.zeros((1, 5)), np.zeros((1, 6))
+        self.bu_none = conv.block_u[:0]
+        self.names_of: dict[int, tuple] = {}  # the torque table's row names by sources' mask
+        self.key_of: list | None = None  # each code's key (made when first asked)
+        self.code_of: dict | None = None
+        self.system, self.back_off = s, 0
+
+    def keys(self) -> tuple[list, dict]:
+        """(key of each code, code of each key)."""
+        if self.key_of is None:
+            jr = self.system.joint_rows
+            keys = [(jr.system_name, kind, name) for kind in _KINDS for name in jr.names]
+            if self.rs is not None:
+                keys += [(key, i) for key in self.rs.ground_key for i in (0, 1, 2)]
+            self.key_of, self.code_of = keys, {key: c for c, key in enumerate(keys)}
+        return self.key_of, self.code_of
+
+
+def _offset(view: np.ndarray, buffer: np.ndarray) -> int:
+    """Where `view` starts in `buffer`, in elements."""
+    return (view.ctypes.data - buffer.ctypes.data) // buffer.itemsize
+
+
+class CodedWarmStart(WarmStart):
+    """The impulses of a quick step by row code (the module's docstring), read as a WarmStart:
+    the keys are made from the codes when first asked for."""
+
+    def __init__(self, scratch: QuickScratch, codes: np.ndarray, impulses: np.ndarray):
+        super().__init__(None, impulses)
+        self.scratch, self.codes = scratch, codes
+
+    @property
+    def keys_list(self) -> list:
+        if self._keys is None:
+            key_of = self.scratch.keys()[0]
+            self._keys = [key_of[c] for c in self.codes.tolist()]
+        return self._keys
+
+    def __bool__(self) -> bool:
+        return bool(self.codes.size)
+
+
+_LAZY = ("points", "frames", "distance", "params", "impulse", "impulse_contact",
+         "velocity_contact", "target", "bodies_a", "meta", "keys")  # PackedContacts' attributes
+
+
+class PackedContacts(ContactSet):
+    """The contacts of a quick step: their arrays are views of the step's results (OF, OI),
+    their meta and keys the robot's, made when first read."""
+
+    def __init__(self, rs, system, OF, OI, at: int, nc: int, emax: int, m0max: int):
+        self.alone = system
+        self._packed = (rs, OF, OI, at, nc, emax, m0max)
+
+    def __len__(self) -> int:
+        return self._packed[4]
+
+    def __getattr__(self, name):
+        if name not in _LAZY:
+            raise AttributeError(name)
+        rs, OF, OI, c, n, emax, m0max = self._packed
+        shapes = OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + n].tolist()
+        self.meta = [rs.ground_meta[k] for k in shapes]
+        self.keys = [rs.ground_key[k] for k in shapes]
+        self.bodies_a = OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + n]
+        self.points = OF[c:c + 3 * n].reshape(n, 3)
+        c += 3 * n
+        self.frames = OF[c:c + 9 * n].reshape(n, 3, 3)
+        c += 9 * n
+        self.distance, self.params = OF[c:c + n], OF[c + n:c + 6 * n].reshape(n, 5)
+        c += 6 * n
+        self.impulse = OF[c:c + 3 * n].reshape(n, 3)
+        self.impulse_contact = OF[c + 3 * n:c + 6 * n].reshape(n, 3)
+        self.velocity_contact = OF[c + 6 * n:c + 9 * n].reshape(n, 3)
+        self.target = OF[c + 9 * n:c + 10 * n]
+        return getattr(self, name)
+
+
+def applies(world, s) -> bool:
+    """Whether `step` may take the step of the world's one robot s (the module's docstring)."""
+    if s.constraints or s.conv.spherical or s.scheme == "RUNGE_KUTTA_4" or \
+            s.placement_views is None or not s.has_jacobian_view:
+        return False
+    cw = world.contact_world
+    if cw.active:  # the ground, alone
+        return cw.ground_height is not None and len(cw.robots) == 1 and not cw.static and \
+            not cw.robots[0].self_collision and cw.robots[0].system is s
+    return True
+
+
+def step(world, s, warm_start):
+    """The world's step when its one robot s may take the quick step (applies): returns (the
+    step's ContactSet, its WarmStart), or None when lean.step must take it (the module's
+    docstring); then nothing of the state has changed."""
+    cw = world.contact_world
+    detect = cw.active
+    rs = cw.robots[0] if detect else None
+    qs = s.step_scratch.get("quick")
+    if qs is None or qs.rs is not rs:
+        qs = s.step_scratch["quick"] = QuickScratch(s, rs)
+    if qs.back_off:
+        qs.back_off -= 1
+        return None
+    dt = world.dt
+    # spec step 1's kinematics (lean._dynamics, then the ground query's joint Jacobians)
+    q_pin, u_pin, R = s.pinocchio_inputs()
+    upper = s.cached_pinocchio_mass_matrix()
+    model, data = s.pinocchio.model, s.pinocchio_data
+    if upper is None:
+        upper = pin.crba(model, data, q_pin)
+    s.sync_gravity(s.gravity)
+    h_pin = pin.nonLinearEffects(model, data, q_pin, u_pin)
+    if detect:
+        pl_R = s.body_placements()[0]
+        params = cw.ground_contact_params(rs)
+        h, margin = cw.ground_height, cw.margin
+        rs_I, rs_F, bounds = rs.packed_I, rs.packed_F, rs.bounds
+    else:  # (arrays of the types of the ground's, not read)
+        pl_R = s.placement_views[0]
+        params, h, margin = qs.no_params, 0.0, 0.0
+        rs_I, rs_F, bounds = qs.BI, qs.BF, qs.no_bounds
+    J_world, origins, supports = s.jacobian_views_unread()[:3]
+    Rv, bu = (qs.R_none, qs.bu_none) if R is None else (R, s.conv.block_u)
+    pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
+    kp, kd = (s.kp, s.kd) if pd else s.gains()
+    loads = bool(s.pending_loads)
+    if loads:  # J^T F of the loads set for this step
+        qs.tau_ext[:] = s.external_generalized_force()
+    flags = pd | (bool(s.springs) << 1) | (bool(s.motor_region_enforced) << 2) | (loads << 3)
+    scheme = s.scheme
+    if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
+        scheme = "SEMI_IMPLICIT"
+    prev_codes, prev_lam = _previous(qs, warm_start)
+    tr = s.transmission
+    OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
+    _quick(dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
+           int(s.solver_max_iterations), _U_BAR[scheme], detect, flags, pl_R, origins, J_world,
+           supports, bu, Rv, rs_I, rs_F, params, bounds, qs.BI, qs.BF, upper, h_pin, u_pin,
+           s.q, s.u, kp, kd, s.q_ref, s.u_ref, s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint,
+           s.k_s, s.spring_rest, tr.stall, tr.back_emf, s.tau_a, s.joint_rows.states,
+           prev_codes, prev_lam, qs.W, qs.WI, OF, OI)
+    if detect:
+        rs.poses_written()
+    nc, m, sweeps, mask, status = OI[0:5].tolist()
+    if status != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
+        s.forget_joint_jacobians()
+        qs.back_off = _BACK_OFF
+        return None
+    nq, nv = qs.nq, qs.nv
+    names = qs.names_of.get(mask)
+    if names is None:
+        names = qs.names_of[mask] = _row_names(tuple(source for k, source in enumerate(_SOURCES)
+                                                     if mask >> k & 1))
+    table = OF[qs.at_table:qs.at_act].reshape(_TABLE_ROWS, nv)
+    torque = dict(zip(names, table))
+    torque["total"] = table[-1]
+    n_act = qs.n_act
+    if n_act:
+        act = OF[qs.at_act:qs.at_lam]
+        act_state = ActuatorState(act[:n_act], act[n_act:2 * n_act], act[2 * n_act:3 * n_act],
+                                  act[3 * n_act:4 * n_act], act[4 * n_act:5 * n_act])
+    else:
+        act_state = qs.none_acting[1]
+    contacts = PackedContacts(rs, s, OF, OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj) if nc \
+        else EMPTY_CONTACTS
+    point_loads, start_pin = [], None
+    if s.compute_inverse_dynamics:
+        start_pin = s.pinocchio_inputs()
+        if nc:
+            point_loads.append(contacts.loads_on(s, dt))
+    s.end_step(dt, OF[nq + nv:nq + 2 * nv], OF[0:nq], OF[nq:nq + nv], torque, act_state,
+               point_loads, sweeps, nc > 0, start_pin)
+    return contacts, CodedWarmStart(qs, OI[_HEAD:_HEAD + m], OF[qs.at_lam:qs.at_lam + m])
+
+
+_NO_CODES, _NO_IMPULSES = np.zeros(0, dtype=np.int64), np.zeros(0)
+
+
+def _previous(qs: QuickScratch, warm_start) -> tuple[np.ndarray, np.ndarray]:
+    """The last step's row codes and impulses from the World's warm start: a quick step's as
+    they are, else those of its keys that name a row of this robot (World.set_state's dict, or
+    the other paths' WarmStart)."""
+    if isinstance(warm_start, CodedWarmStart) and warm_start.scratch is qs:
+        return warm_start.codes, warm_start.impulses
+    if not warm_start:
+        return _NO_CODES, _NO_IMPULSES
+    code_of = qs.keys()[1]
+    codes, impulses = [], []
+    for key, impulse in warm_start.items():
+        code = code_of.get(key)
+        if code is not None:
+            codes.append(code)
+            impulses.append(impulse)
+    return np.array(codes, dtype=np.int64), np.array(impulses, dtype=np.float64)
+

@@ -1,0 +1,81 @@
+"""The quick step (raisimcli/physics/step/quick.py: a robot alone, its step in one compiled call)
+against step/lean.py's path for the same step: the same bits, step by step, for every result a
+user reads, and the records it hands on (the contact set, the warm start) as the other paths'."""
+
+import numpy as np
+import pytest
+
+from raisimcli.physics import World
+from raisimcli.physics.step import quick
+from test_lean import _before_step, _same, _setup
+
+# (case, how many of its 400 steps the compiled call takes at least)
+CASES = [("drop", 400), ("drop_with_inverse_dynamics", 400), ("drop_trapezoid", 400),
+         ("drop_euler", 400), ("drop_pushed", 400), ("actuators_and_limits", 250),
+         ("arm", 400), ("arm_torque_mode", 400), ("arm_pushed", 400),
+         ("spring", 0), ("box_tilted", 0), ("drop_rk4", 0), ("fourbar", 0), ("spherical", 0)]
+
+
+@pytest.mark.parametrize("case,taken", CASES)
+def test_the_quick_step_is_the_lean_path(case, taken, monkeypatch):
+    done = []
+    real = quick.step
+    monkeypatch.setattr(quick, "step", lambda *a: (lambda out: done.append(out is not None)
+                                                   or out)(real(*a)))
+    worlds = []
+    for use in (True, False):
+        w = World(0.001)
+        w.quick = use
+        worlds.append((w, _setup(case, w)))
+    (wa, _), (wb, _) = worlds
+    for k in range(400):
+        for w, _ in worlds:
+            _before_step(case, k, w)
+            w.integrate()
+        _same(*worlds)
+        if k in (150, 300):  # the warm start as the other paths read it: by key
+            sa, sb = wa.get_state(), wb.get_state()
+            assert list(sa.warm_start.items()) == list(sb.warm_start.items())
+        if k == 200:  # a restored state (a warm start by key) continues the same
+            for w, _ in worlds:
+                w.set_state(w.get_state())
+    assert sum(done) >= taken
+    if not taken:
+        assert not any(done)
+    if case.startswith("drop"):
+        assert len(wa.contacts) == 4
+
+
+def test_a_held_contact_set_keeps_its_step(tmp_path):
+    """The contacts of a step stay as they were after the next steps (each step writes new
+    arrays), and read as the other paths' set."""
+    w = World(0.001)
+    _setup("drop", w)
+    for _ in range(350):  # landed, standing
+        w.integrate()
+    held = w.contacts
+    assert isinstance(held, quick.PackedContacts)
+    copies = {name: getattr(held, name).copy() for name in
+              ("points", "frames", "distance", "params", "bodies_a", "impulse",
+               "impulse_contact", "velocity_contact", "target")}
+    keys = list(held.keys)
+    for _ in range(20):
+        w.integrate()
+    for name, value in copies.items():
+        assert np.array_equal(getattr(held, name), value), name
+    assert held.keys == keys and len(held) == 4
+    assert [c.name_b for c in held] == ["ground"] * 4
+    assert held[0].impulse[2] > 0  # a foot pushed up by the ground
+
+
+def test_a_step_it_declines_changes_nothing(monkeypatch):
+    """When the compiled call hands the step to lean.step (a box's face near the ground), the
+    state is untouched and the next steps go to lean.step for a while."""
+    w = World(0.001)
+    _setup("box_tilted", w)
+    s = w.systems[0]
+    q, u = s.q.copy(), s.u.copy()
+    assert quick.applies(w, s)
+    assert quick.step(w, s, w._warm_start) is None
+    assert np.array_equal(s.q, q) and np.array_equal(s.u, u)
+    assert s.step_scratch["quick"].back_off == quick._BACK_OFF
