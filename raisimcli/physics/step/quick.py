@@ -58,10 +58,9 @@ DONE, NOT_SPHERES, NO_ROWS, NOT_DEFINITE = 0, 1, 2, 3
 
 @kernel
 def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
-           flags, pl_R, pl_T, J_world, supports, bu, R, rs_I, rs_F, ground_params, bounds, BI,
-           BF, M_upper, h_pin, u_pin, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper, b_joint,
-           k_s, spring_rest, stall, back_emf, tau_a, states, prev_codes, prev_lam, W, WI, OF,
-           OI):  # noqa: E741
+           flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, QI, QF,
+           M_upper, h_pin, u_pin, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper, b_joint, k_s,
+           spring_rest, tau_a, states, prev_codes, prev_lam, OF, OI):  # noqa: E741
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
     pl_R, pl_T). The robot's constant arrays come packed: BI (QuickScratch's header, then
@@ -69,14 +68,20 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     bound per second, the ground's contact frame); W and WI are scratch. Writes OF and OI (the
     layouts of QuickScratch.results); OI[4] says whether the step was taken (DONE) or why not."""
     n, nq = u.shape[0], q.shape[0]
+    BI, WI = QI[0:QI[12]], QI[QI[12]:]
     nj, n_act = BI[9], BI[10]
     m0max, emax = 2 * nj, BI[11]
     stage_I = BI[BI[0]:BI[1]]
     integ_at, integ = BI[BI[1]:BI[2]], BI[BI[2]:BI[3]]
     lc = n + n_act * n + 2 * n_act + 3 * nj
+    BF, W = QF[0:BI[13]], QF[BI[13]:]
     stage_C = BF[0:lc]
     fric = BF[lc:lc + nj]
     up = BF[lc + nj:lc + nj + 9].reshape((3, 3))
+    stall, back_emf = BF[lc + nj + 9:lc + nj + 9 + n_act], BF[lc + nj + 9 + n_act:]
+    bu = stage_I[stage_I[6]:stage_I[7]]  # (the conventions' block_u)
+    if R.shape[0] == 0:
+        bu = bu[0:0]
     idx = stage_I[stage_I[11]:stage_I[12]]
     vmax = stage_C[lc - nj:lc]
     for i in range(_HEAD):
@@ -285,17 +290,21 @@ class QuickScratch:
             head[7] = _offset(rs.entry_distance, rs.packed_F)
             head[8] = _offset(rs.entry_params, rs.packed_F)
         head[9], head[10], head[11] = nj, n_act, emax
-        self.BI = np.concatenate([head, stage_I, integ_at, integ]).astype(np.int64)
+        BI = np.concatenate([head, stage_I, integ_at, integ]).astype(np.int64)
         fric = (jr.joint_friction + jr.output_friction).astype(np.float64)
-        self.BF = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear,
-                                  jr.lower, jr.upper, jr.vmax, fric,
-                                  _UP_FRAME.reshape(-1)]).astype(np.float64)
+        BF = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear, jr.lower,
+                             jr.upper, jr.vmax, fric, _UP_FRAME.reshape(-1), tr.stall,
+                             tr.back_emf]).astype(np.float64)
         ls = 5 * nv * nv + 12 * nv
         nf = _g_at(mmax, nv, m0max, emax) + 2 * len(_SOURCES) * nv + 2 * nv
-        self.W = np.zeros(ls + m0max * nv + 4 * m0max + nf)
-        self.tau_ext = self.W[2 * nv * nv + 6 * nv:2 * nv * nv + 7 * nv]  # (J^T F of the loads)
         ni = emax + 2 * (m0max + emax) + len(_SOURCES)
-        self.WI = np.zeros(3 + 2 * m0max + mmax + 4 + 7 + integ.size + ni, dtype=np.int64)
+        # QI: BI then the integer scratch; QF: BF then the float scratch (W)
+        BI[12], BI[13] = BI.size, BF.size
+        self.QI = np.concatenate([BI, np.zeros(3 + 2 * m0max + mmax + 4 + 7 + integ.size + ni,
+                                               dtype=np.int64)])
+        self.QF = np.concatenate([BF, np.zeros(ls + m0max * nv + 4 * m0max + nf)])
+        a = BF.size + 2 * nv * nv + 6 * nv
+        self.tau_ext = self.QF[a:a + nv]  # (J^T F of the loads, in _stage's scratch)
         # the results: OF is q_next, u_next, q_err, the table, the actuators' block, the
         # impulses, the contacts' arrays; OI the header, the codes, the contacts' bodies, shapes
         self.at_table = nq + 2 * nv
@@ -309,7 +318,12 @@ class QuickScratch:
         self.identity = conv.identity
         self.R_none = conv.no_blocks
         self.no_params, self.no_bounds = np.zeros((1, 5)), np.zeros((1, 6))
-        self.bu_none = conv.block_u[:0]
+        # the views of Pinocchio's data the call reads (made at load, never rebound)
+        self.eligible = s.placement_views is not None and s.has_jacobian_view and \
+            not conv.spherical
+        if self.eligible:
+            self.J_world, self.origins, self.supports = s.jacobian_views_unread()[:3]
+            self.rotations = s.placement_views[0]
         self.names_of: dict[int, tuple] = {}  # the torque table's row names by sources' mask
         self.key_of: list | None = None  # each code's key (made when first asked)
         self.code_of: dict | None = None
@@ -386,31 +400,25 @@ class PackedContacts(ContactSet):
         return getattr(self, name)
 
 
-def applies(world, s) -> bool:
-    """Whether `step` may take the step of the world's one robot s (the module's docstring)."""
-    if s.constraints or s.conv.spherical or s.scheme == "RUNGE_KUTTA_4" or \
-            s.placement_views is None or not s.has_jacobian_view:
-        return False
-    cw = world.contact_world
-    if cw.active:  # the ground, alone
-        return cw.ground_height is not None and len(cw.robots) == 1 and not cw.static and \
-            not cw.robots[0].self_collision and cw.robots[0].system is s
-    return True
-
-
 def step(world, s, warm_start):
-    """The world's step when its one robot s may take the quick step (applies): returns (the
-    step's ContactSet, its WarmStart), or None when lean.step must take it (the module's
-    docstring); then nothing of the state has changed."""
-    cw = world.contact_world
-    detect = cw.active
-    rs = cw.robots[0] if detect else None
+    """The step of the world's one robot s when the quick step applies (the module's docstring):
+    returns (the step's ContactSet, its WarmStart), or None when lean.step must take it; then
+    nothing of the state has changed."""
     qs = s.step_scratch.get("quick")
+    cw = world.contact_world
+    robots = cw.robots
+    rs = robots[0] if robots else None
     if qs is None or qs.rs is not rs:
         qs = s.step_scratch["quick"] = QuickScratch(s, rs)
+    if not qs.eligible or s.constraints or s.scheme == "RUNGE_KUTTA_4":
+        return None
+    if rs is not None and (len(robots) > 1 or cw.static or rs.self_collision or
+                           rs.system is not s):
+        return None
     if qs.back_off:
         qs.back_off -= 1
         return None
+    detect = rs is not None and cw.ground_height is not None  # (else ContactWorld.active: no)
     dt = world.dt
     # spec step 1's kinematics (lean._dynamics, then the ground query's joint Jacobians)
     q_pin, u_pin, R = s.pinocchio_inputs()
@@ -421,16 +429,13 @@ def step(world, s, warm_start):
     s.sync_gravity(s.gravity)
     h_pin = pin.nonLinearEffects(model, data, q_pin, u_pin)
     if detect:
-        pl_R = s.body_placements()[0]
+        s.body_placements()  # (computeJointJacobians: the placements and data.J)
         params = cw.ground_contact_params(rs)
         h, margin = cw.ground_height, cw.margin
         rs_I, rs_F, bounds = rs.packed_I, rs.packed_F, rs.bounds
     else:  # (arrays of the types of the ground's, not read)
-        pl_R = s.placement_views[0]
         params, h, margin = qs.no_params, 0.0, 0.0
-        rs_I, rs_F, bounds = qs.BI, qs.BF, qs.no_bounds
-    J_world, origins, supports = s.jacobian_views_unread()[:3]
-    Rv, bu = (qs.R_none, qs.bu_none) if R is None else (R, s.conv.block_u)
+        rs_I, rs_F, bounds = qs.QI, qs.QF, qs.no_bounds
     pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
     kp, kd = (s.kp, s.kd) if pd else s.gains()
     loads = bool(s.pending_loads)
@@ -441,14 +446,13 @@ def step(world, s, warm_start):
     if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
         scheme = "SEMI_IMPLICIT"
     prev_codes, prev_lam = _previous(qs, warm_start)
-    tr = s.transmission
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
     _quick(dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
-           int(s.solver_max_iterations), _U_BAR[scheme], detect, flags, pl_R, origins, J_world,
-           supports, bu, Rv, rs_I, rs_F, params, bounds, qs.BI, qs.BF, upper, h_pin, u_pin,
-           s.q, s.u, kp, kd, s.q_ref, s.u_ref, s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint,
-           s.k_s, s.spring_rest, tr.stall, tr.back_emf, s.tau_a, s.joint_rows.states,
-           prev_codes, prev_lam, qs.W, qs.WI, OF, OI)
+           int(s.solver_max_iterations), _U_BAR[scheme], detect, flags, qs.rotations,
+           qs.origins, qs.J_world, qs.supports, qs.R_none if R is None else R, rs_I, rs_F,
+           params, bounds, qs.QI, qs.QF, upper, h_pin, u_pin, s.q, s.u, kp, kd, s.q_ref, s.u_ref,
+           s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint, s.k_s, s.spring_rest, s.tau_a,
+           s.joint_rows.states, prev_codes, prev_lam, OF, OI)
     if detect:
         rs.poses_written()
     nc, m, sweeps, mask, status = OI[0:5].tolist()
@@ -464,13 +468,8 @@ def step(world, s, warm_start):
     table = OF[qs.at_table:qs.at_act].reshape(_TABLE_ROWS, nv)
     torque = dict(zip(names, table))
     torque["total"] = table[-1]
-    n_act = qs.n_act
-    if n_act:
-        act = OF[qs.at_act:qs.at_lam]
-        act_state = ActuatorState(act[:n_act], act[n_act:2 * n_act], act[2 * n_act:3 * n_act],
-                                  act[3 * n_act:4 * n_act], act[4 * n_act:5 * n_act])
-    else:
-        act_state = qs.none_acting[1]
+    act_state = PackedActuatorState(OF, qs.at_act, qs.n_act) if qs.n_act else \
+        qs.none_acting[1]
     contacts = PackedContacts(rs, s, OF, OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj) if nc \
         else EMPTY_CONTACTS
     point_loads, start_pin = [], None
@@ -481,6 +480,22 @@ def step(world, s, warm_start):
     s.end_step(dt, OF[nq + nv:nq + 2 * nv], OF[0:nq], OF[nq:nq + nv], torque, act_state,
                point_loads, sweeps, nc > 0, start_pin)
     return contacts, CodedWarmStart(qs, OI[_HEAD:_HEAD + m], OF[qs.at_lam:qs.at_lam + m])
+
+
+class PackedActuatorState(ActuatorState):
+    """The actuators' states of a quick step: views of its results (OF), made when first read."""
+
+    def __init__(self, OF: np.ndarray, at: int, n: int):  # (the dataclass's fields: lazily)
+        self._packed = (OF, at, n)
+
+    def __getattr__(self, name):
+        if name not in ("motor_speed", "tau_min", "tau_max", "commanded", "applied"):
+            raise AttributeError(name)
+        OF, a, n = self._packed
+        self.motor_speed, self.tau_min, self.tau_max = OF[a:a + n], OF[a + n:a + 2 * n], \
+            OF[a + 2 * n:a + 3 * n]
+        self.commanded, self.applied = OF[a + 3 * n:a + 4 * n], OF[a + 4 * n:a + 5 * n]
+        return getattr(self, name)
 
 
 _NO_CODES, _NO_IMPULSES = np.zeros(0, dtype=np.int64), np.zeros(0)
