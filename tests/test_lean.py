@@ -211,6 +211,7 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
     for use in (True, False):
         w = World(0.001)
         w.lean = use
+        w.quick = False  # (tests/test_quick.py compares step/quick.py's call with this path)
         worlds.append((w, _setup(case, w)))
     (wa, _), (wb, _) = worlds
     robots_touched, most_contacts = False, 0

@@ -13,15 +13,17 @@ from test_lean import _before_step, _same, _setup
 CASES = [("drop", 400), ("drop_with_inverse_dynamics", 400), ("drop_trapezoid", 400),
          ("drop_euler", 400), ("drop_pushed", 400), ("actuators_and_limits", 250),
          ("arm", 400), ("arm_torque_mode", 400), ("arm_pushed", 400),
-         ("spring", 0), ("box_tilted", 0), ("drop_rk4", 0), ("fourbar", 0), ("spherical", 0)]
+         ("three_apart", 400), ("one_onto_another", 0), ("spring", 0), ("box_tilted", 0),
+         ("drop_rk4", 0), ("fourbar", 0), ("spherical", 0), ("gripper_on_quadruped", 0)]
 
 
 @pytest.mark.parametrize("case,taken", CASES)
 def test_the_quick_step_is_the_lean_path(case, taken, monkeypatch):
     done = []
-    real = quick.step
-    monkeypatch.setattr(quick, "step", lambda *a: (lambda out: done.append(out is not None)
-                                                   or out)(real(*a)))
+    for name in ("step", "step_apart"):  # (a world of one robot; of several)
+        real = getattr(quick, name)
+        monkeypatch.setattr(quick, name, lambda *a, real=real: (
+            lambda out: done.append(out is not None) or out)(real(*a)))
     worlds = []
     for use in (True, False):
         w = World(0.001)

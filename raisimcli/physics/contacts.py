@@ -652,14 +652,21 @@ class ContactWorld:
             if others:
                 return None
             counts.append(n)
-        if not boxes_apart(bounds):  # robots' boxes meet: the broad phase of their shapes
-            owners, group, self_pairs = self._broad_phase_entries()
-            centers = np.concatenate([rs.poses[:, :3, 3] for rs in self.robots] +
-                                     [self._static_centers])
-            radii = np.concatenate([rs.radii for rs in self.robots] + [self._static_radii])
-            if len(sweep_and_prune(centers, radii, self.margin, group, self_pairs)):
-                return None
+        if not self.robots_apart(bounds):
+            return None
         return [self._spheres_on_ground(rs, n) for rs, n in zip(self.robots, counts)]
+
+    def robots_apart(self, bounds: np.ndarray) -> bool:
+        """Whether no two robots' shapes are within the margin, from each robot's box of its
+        shapes' boxes (`bounds`, a row per robot in the order of `robots`) and, when two boxes
+        meet, the broad phase of the shapes at their last poses."""
+        if boxes_apart(bounds):
+            return True
+        owners, group, self_pairs = self._broad_phase_entries()
+        centers = np.concatenate([rs.poses[:, :3, 3] for rs in self.robots] +
+                                 [self._static_centers])
+        radii = np.concatenate([rs.radii for rs in self.robots] + [self._static_radii])
+        return not len(sweep_and_prune(centers, radii, self.margin, group, self_pairs))
 
     def ground_contact_params(self, rs: RobotShapes) -> np.ndarray:
         """_ground_params: the contact params of each of the robot's materials with the ground

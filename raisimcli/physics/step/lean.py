@@ -196,6 +196,10 @@ def step(world, warm_start):
         dynamics = _dynamics(s)
         contacts = cw.detect() if cw.active else EMPTY_CONTACTS
         return contacts, _alone(s, dt, contacts, warm_start, *dynamics)
+    if world.quick:
+        done = quick.step_apart(world, warm_start)
+        if done is not None:
+            return done
     pinocchio = {}  # id(system) -> what _dynamics gives
     for s in world.systems:
         pinocchio[id(s)] = _dynamics(s)

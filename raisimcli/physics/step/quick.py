@@ -23,7 +23,10 @@ between them and most of their arguments:
 
 `step` takes the step when the world holds one robot with neither loop nor mimic constraints nor
 spherical joints, under any scheme but RUNGE_KUTTA_4, and its contacts (if any) are with the
-ground alone (no static box, no self-collision). Otherwise, or when the compiled call finds what
+ground alone (no static box, no self-collision); `step_apart` when it holds several such robots
+on the ground, apart (ContactWorld.robots_apart, the test of detect_apart), with one call per
+robot, whose results become the state once every robot's call is made and the robots are found
+apart. Otherwise, or when the compiled call finds what
 only the other path handles (a shape near the ground that is not a sphere, a step without any
 row, M~ not positive definite), it returns None and lean.step takes the step from the start:
 Pinocchio's results are recomputed, with the same bits. After such a step the next `_BACK_OFF`
@@ -58,7 +61,8 @@ DONE, NOT_SPHERES, NO_ROWS, NOT_DEFINITE = 0, 1, 2, 3
 
 @kernel
 def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
-           flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, QI, QF,
+           flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, row, QI,
+           QF,
            M_upper, h_pin, u_pin, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper, b_joint, k_s,
            spring_rest, tau_a, states, prev_codes, prev_lam, OF, OI):  # noqa: E741
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
@@ -90,7 +94,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     nc = 0
     if detect:
         nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, reach, slack, height, margin,
-                                  ground_params, bounds, 0)
+                                  ground_params, bounds, row)
         if others:
             OI[4] = NOT_SPHERES
             return
@@ -401,25 +405,76 @@ class PackedContacts(ContactSet):
 
 
 def step(world, s, warm_start):
-    """The step of the world's one robot s when the quick step applies (the module's docstring):
-    returns (the step's ContactSet, its WarmStart), or None when lean.step must take it; then
-    nothing of the state has changed."""
-    qs = s.step_scratch.get("quick")
+    """The step of a world whose one robot is s, when the quick step applies (the module's
+    docstring): returns (the step's ContactSet, its WarmStart), or None when lean.step must take
+    it; then nothing of the state has changed."""
     cw = world.contact_world
     robots = cw.robots
     rs = robots[0] if robots else None
+    if rs is not None and (len(robots) > 1 or cw.static or rs.self_collision or
+                           rs.system is not s):
+        return None
+    run = _run(world, s, rs, warm_start, rs.bounds if rs is not None else None, 0)
+    if run is None:
+        return None
+    return _commit(world.dt, *run)
+
+
+def step_apart(world, warm_start):
+    """The step of a world of several robots on the ground, each touching nothing but it (the
+    case of ContactWorld.detect_apart), each robot's by the compiled call: returns (the step's
+    ContactSet, its WarmStart), or None when lean.step must take it (then nothing of the state
+    has changed, and the next _BACK_OFF steps go to lean.step)."""
+    cw = world.contact_world
+    robots, systems = cw.robots, world.systems
+    if cw.ground_height is None or cw.static or len(robots) != len(systems):
+        return None
+    waiting = False
+    for s in systems:
+        qs = s.step_scratch.get("quick")
+        if qs is not None and qs.back_off:
+            qs.back_off -= 1
+            waiting = True
+    if waiting or {id(rs.system) for rs in robots} != {id(s) for s in systems}:
+        return None
+    for rs in robots:
+        if rs.self_collision:
+            return None
+    bounds = np.empty((len(robots), 6))  # each robot's box of its shapes' boxes
+    runs = {}
+    for k, rs in enumerate(robots):
+        run = _run(world, rs.system, rs, warm_start, bounds, k)
+        if run is None:
+            break
+        runs[id(rs.system)] = run
+    else:
+        if cw.robots_apart(bounds):
+            parts = {key: _commit(world.dt, *run) for key, run in runs.items()}
+            return ContactSet.joined([parts[id(rs.system)][0] for rs in robots]), \
+                WarmStart.of_parts([parts[id(s)][1] for s in systems])
+    for s in systems:  # lean.step takes it from the start, and the next steps
+        s.forget_joint_jacobians()
+        qs = s.step_scratch.get("quick")
+        if qs is not None:
+            qs.back_off = _BACK_OFF
+    return None
+
+
+def _run(world, s, rs, warm_start, bounds, row):
+    """The compiled call for robot s (its shapes rs, or None without the ground; the box of
+    its shapes into row `row` of `bounds`): (s, its QuickScratch, the results OF and OI, its
+    shapes) when it took the step, else None (and the next _BACK_OFF steps go to lean.step).
+    Nothing of the state is changed (see _commit)."""
+    qs = s.step_scratch.get("quick")
     if qs is None or qs.rs is not rs:
         qs = s.step_scratch["quick"] = QuickScratch(s, rs)
     if not qs.eligible or s.constraints or s.scheme == "RUNGE_KUTTA_4":
         return None
-    if rs is not None and (len(robots) > 1 or cw.static or rs.self_collision or
-                           rs.system is not s):
-        return None
     if qs.back_off:
         qs.back_off -= 1
         return None
+    cw = world.contact_world
     detect = rs is not None and cw.ground_height is not None  # (else ContactWorld.active: no)
-    dt = world.dt
     # spec step 1's kinematics (lean._dynamics, then the ground query's joint Jacobians)
     q_pin, u_pin, R = s.pinocchio_inputs()
     upper = s.cached_pinocchio_mass_matrix()
@@ -432,10 +487,10 @@ def step(world, s, warm_start):
         s.body_placements()  # (computeJointJacobians: the placements and data.J)
         params = cw.ground_contact_params(rs)
         h, margin = cw.ground_height, cw.margin
-        rs_I, rs_F, bounds = rs.packed_I, rs.packed_F, rs.bounds
+        rs_I, rs_F = rs.packed_I, rs.packed_F
     else:  # (arrays of the types of the ground's, not read)
         params, h, margin = qs.no_params, 0.0, 0.0
-        rs_I, rs_F, bounds = qs.QI, qs.QF, qs.no_bounds
+        rs_I, rs_F, bounds, row = qs.QI, qs.QF, qs.no_bounds, 0
     pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
     kp, kd = (s.kp, s.kd) if pd else s.gains()
     loads = bool(s.pending_loads)
@@ -447,19 +502,25 @@ def step(world, s, warm_start):
         scheme = "SEMI_IMPLICIT"
     prev_codes, prev_lam = _previous(qs, warm_start)
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
-    _quick(dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
+    _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
            int(s.solver_max_iterations), _U_BAR[scheme], detect, flags, qs.rotations,
            qs.origins, qs.J_world, qs.supports, qs.R_none if R is None else R, rs_I, rs_F,
-           params, bounds, qs.QI, qs.QF, upper, h_pin, u_pin, s.q, s.u, kp, kd, s.q_ref, s.u_ref,
-           s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint, s.k_s, s.spring_rest, s.tau_a,
-           s.joint_rows.states, prev_codes, prev_lam, OF, OI)
+           params, bounds, row, qs.QI, qs.QF, upper, h_pin, u_pin, s.q, s.u, kp, kd, s.q_ref,
+           s.u_ref, s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint, s.k_s, s.spring_rest,
+           s.tau_a, s.joint_rows.states, prev_codes, prev_lam, OF, OI)
     if detect:
         rs.poses_written()
-    nc, m, sweeps, mask, status = OI[0:5].tolist()
-    if status != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
+    if OI[4] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
         s.forget_joint_jacobians()
         qs.back_off = _BACK_OFF
         return None
+    return s, qs, OF, OI, rs
+
+
+def _commit(dt, s, qs, OF, OI, rs):
+    """The results of robot s's compiled call become its state (ArticulatedSystem.end_step):
+    returns (its ContactSet, its WarmStart)."""
+    nc, m, sweeps, mask = OI[0:4].tolist()
     nq, nv = qs.nq, qs.nv
     names = qs.names_of.get(mask)
     if names is None:
@@ -507,6 +568,10 @@ def _previous(qs: QuickScratch, warm_start) -> tuple[np.ndarray, np.ndarray]:
     the other paths' WarmStart)."""
     if isinstance(warm_start, CodedWarmStart) and warm_start.scratch is qs:
         return warm_start.codes, warm_start.impulses
+    if isinstance(warm_start, WarmStart):  # (several robots': its part of this robot)
+        for part in warm_start.parts:
+            if isinstance(part, CodedWarmStart) and part.scratch is qs:
+                return part.codes, part.impulses
     if not warm_start:
         return _NO_CODES, _NO_IMPULSES
     code_of = qs.keys()[1]
