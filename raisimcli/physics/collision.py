@@ -231,6 +231,7 @@ class RobotShapes:
         self.entry_params = np.zeros((n, 5))
         self.entry_bodies = np.zeros(n, dtype=np.int64)
         self.bounds = np.zeros((1, 6))  # update_near_ground's box of all shapes, when not given
+        self.links_of_entries: dict = {}  # the link names of entries' shapes, by their bytes
         self._pack()
 
     def _pack(self) -> None:

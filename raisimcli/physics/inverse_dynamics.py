@@ -366,8 +366,8 @@ class InverseDynamics:
         """_local_loads of the loads as arrays: `bodies` (n,), world `points` and `vectors` (n,
         3), `torques` (n,) whether each is a pure torque (the step's kinematics are read)."""
         n = len(links)
-        if n:
-            self.system.kinematics()
+        if n:  # the bodies' placements (computeJointJacobians' oMi are forwardKinematics')
+            self.system.body_placements()
         lin, ang = np.empty((n, 3)), np.empty((n, 3))
         R, T = self.system.placement_views
         f_lin, f_ang = self._fext_views

@@ -41,7 +41,8 @@ import pinocchio as pin
 
 from raisimcli.jit import kernel
 from raisimcli.physics.collision import _near_ground
-from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactSet
+from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
+    ContactSet
 from raisimcli.physics.step.actuators import ActuatorState
 from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _g_at, _impulse_step
 from raisimcli.physics.step.contact_solver import SCALAR
@@ -372,6 +373,17 @@ _LAZY = ("points", "frames", "distance", "params", "impulse", "impulse_contact",
          "velocity_contact", "target", "bodies_a", "meta", "keys")  # PackedContacts' attributes
 
 
+def _links_of(rs, shapes: np.ndarray) -> tuple:
+    """The link names of the contacts of these shapes (kept per robot and shapes)."""
+    key = shapes.tobytes()
+    links = rs.links_of_entries.get(key)
+    if links is None:
+        if len(rs.links_of_entries) >= 256:
+            rs.links_of_entries.clear()
+        links = rs.links_of_entries[key] = tuple(rs.ground_meta[k][2] for k in shapes.tolist())
+    return links
+
+
 class PackedContacts(ContactSet):
     """The contacts of a quick step: their arrays are views of the step's results (OF, OI),
     their meta and keys the robot's, made when first read."""
@@ -382,6 +394,18 @@ class PackedContacts(ContactSet):
 
     def __len__(self) -> int:
         return self._packed[4]
+
+    def loads_on(self, system, dt: float) -> ContactLoads | None:
+        """ContactSet.loads_on, from the packed arrays (without the meta and keys)."""
+        rs, OF, OI, c, n, emax, m0max = self._packed
+        if system is not self.alone:
+            return None
+        shapes = OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + n]
+        a = c + 18 * n  # the impulses (__getattr__'s layout: after points, frames, distance,
+        # params)
+        return ContactLoads(_links_of(rs, shapes),
+                            OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + n],
+                            OF[c:c + 3 * n].reshape(n, 3), OF[a:a + 3 * n].reshape(n, 3) / dt)
 
     def __getattr__(self, name):
         if name not in _LAZY:
