@@ -453,48 +453,48 @@ def step_apart(world, warm_start):
     robots, systems = cw.robots, world.systems
     if cw.ground_height is None or cw.static or len(robots) != len(systems):
         return None
-    waiting = False
-    for s in systems:
-        qs = s.step_scratch.get("quick")
-        if qs is not None and qs.back_off:
-            qs.back_off -= 1
-            waiting = True
-    if waiting or {id(rs.system) for rs in robots} != {id(s) for s in systems}:
+    scratch = systems[0].step_scratch  # (the world's back-off: with its first robot's scratch)
+    wait = scratch.get("quick_apart", 0)
+    if wait:
+        scratch["quick_apart"] = wait - 1
         return None
     for rs in robots:
         if rs.self_collision:
             return None
+    # each robot's part of the last step's warm start, when the last step was this one
+    parts = {id(part.scratch.system): part for part in warm_start.parts
+             if isinstance(part, CodedWarmStart)} if isinstance(warm_start, WarmStart) else {}
     bounds = np.empty((len(robots), 6))  # each robot's box of its shapes' boxes
     runs = {}
     for k, rs in enumerate(robots):
-        run = _run(world, rs.system, rs, warm_start, bounds, k)
+        s = rs.system
+        run = _run(world, s, rs, parts.get(id(s), warm_start), bounds, k, False)
         if run is None:
             break
-        runs[id(rs.system)] = run
-    else:
-        if cw.robots_apart(bounds):
-            parts = {key: _commit(world.dt, *run) for key, run in runs.items()}
-            return ContactSet.joined([parts[id(rs.system)][0] for rs in robots]), \
-                WarmStart.of_parts([parts[id(s)][1] for s in systems])
+        runs[id(s)] = run
+    else:  # (every system once: as many robots as systems, none twice)
+        if len(runs) == len(systems) and cw.robots_apart(bounds):
+            done = {key: _commit(world.dt, *run) for key, run in runs.items()}
+            return ContactSet.joined([done[id(rs.system)][0] for rs in robots]), \
+                WarmStart.of_parts([done[id(s)][1] for s in systems])
     for s in systems:  # lean.step takes it from the start, and the next steps
         s.forget_joint_jacobians()
-        qs = s.step_scratch.get("quick")
-        if qs is not None:
-            qs.back_off = _BACK_OFF
+    scratch["quick_apart"] = _BACK_OFF
     return None
 
 
-def _run(world, s, rs, warm_start, bounds, row):
+def _run(world, s, rs, warm_start, bounds, row, alone=True):
     """The compiled call for robot s (its shapes rs, or None without the ground; the box of
     its shapes into row `row` of `bounds`): (s, its QuickScratch, the results OF and OI, its
-    shapes) when it took the step, else None (and the next _BACK_OFF steps go to lean.step).
-    Nothing of the state is changed (see _commit)."""
+    shapes) when it took the step, else None (and, for a robot `alone` in its world, the next
+    _BACK_OFF steps go to lean.step; step_apart keeps the count for several). Nothing of the
+    state is changed (see _commit)."""
     qs = s.step_scratch.get("quick")
     if qs is None or qs.rs is not rs:
         qs = s.step_scratch["quick"] = QuickScratch(s, rs)
     if not qs.eligible or s.constraints or s.scheme == "RUNGE_KUTTA_4":
         return None
-    if qs.back_off:
+    if alone and qs.back_off:
         qs.back_off -= 1
         return None
     cw = world.contact_world
@@ -536,7 +536,8 @@ def _run(world, s, rs, warm_start, bounds, row):
         rs.poses_written()
     if OI[4] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
         s.forget_joint_jacobians()
-        qs.back_off = _BACK_OFF
+        if alone:
+            qs.back_off = _BACK_OFF
         return None
     return s, qs, OF, OI, rs
 
@@ -592,10 +593,6 @@ def _previous(qs: QuickScratch, warm_start) -> tuple[np.ndarray, np.ndarray]:
     the other paths' WarmStart)."""
     if isinstance(warm_start, CodedWarmStart) and warm_start.scratch is qs:
         return warm_start.codes, warm_start.impulses
-    if isinstance(warm_start, WarmStart):  # (several robots': its part of this robot)
-        for part in warm_start.parts:
-            if isinstance(part, CodedWarmStart) and part.scratch is qs:
-                return part.codes, part.impulses
     if not warm_start:
         return _NO_CODES, _NO_IMPULSES
     code_of = qs.keys()[1]
