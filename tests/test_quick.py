@@ -80,3 +80,28 @@ def test_a_step_it_declines_changes_nothing(monkeypatch):
     assert quick.step(w, s, w._warm_start) is None
     assert np.array_equal(s.q, q) and np.array_equal(s.u, u)
     assert s.step_scratch["quick"].back_off == quick._BACK_OFF
+
+
+def test_a_setter_between_steps_reaches_the_quick_step(monkeypatch):
+    """What the setters change between steps (the bus voltage, whose stall torques the
+    transmission makes again; gains, limits, damping) is read by the next quick step."""
+    done = []
+    real = quick.step
+    monkeypatch.setattr(quick, "step", lambda *a: (lambda out: done.append(out is not None)
+                                                   or out)(real(*a)))
+    worlds = []
+    for use in (True, False):
+        w = World(0.001)
+        w.quick = use
+        worlds.append((w, _setup("actuators_and_limits", w)))
+    for k in range(300):
+        for w, s in worlds:
+            if k == 100:
+                s.set_bus_voltage(6.0)  # (the motors' stall torques fall: their regions bind)
+            if k == 150:
+                s.set_pd_gains(np.full(s.nv, 120.0), np.full(s.nv, 4.0))
+                s.set_joint_damping(np.r_[np.zeros(6), np.full(s.nv - 6, 0.3)])
+                s.set_actuation_limits(np.full(s.nv, 40.0), np.full(s.nv, -40.0))
+            w.integrate()
+        _same(*worlds)
+    assert sum(done[100:]) >= 150  # (the quick step's, after the setters)

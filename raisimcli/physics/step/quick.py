@@ -65,7 +65,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
            flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, row, QI,
            QF,
            M_upper, h_pin, u_pin, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper, b_joint, k_s,
-           spring_rest, tau_a, states, prev_codes, prev_lam, OF, OI):  # noqa: E741
+           spring_rest, stall, tau_a, states, prev_codes, prev_lam, OF, OI):  # noqa: E741
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
     pl_R, pl_T). The robot's constant arrays come packed: BI (QuickScratch's header, then
@@ -83,7 +83,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     stage_C = BF[0:lc]
     fric = BF[lc:lc + nj]
     up = BF[lc + nj:lc + nj + 9].reshape((3, 3))
-    stall, back_emf = BF[lc + nj + 9:lc + nj + 9 + n_act], BF[lc + nj + 9 + n_act:]
+    back_emf = BF[lc + nj + 9:lc + nj + 9 + n_act]
     bu = stage_I[stage_I[6]:stage_I[7]]  # (the conventions' block_u)
     if R.shape[0] == 0:
         bu = bu[0:0]
@@ -298,8 +298,9 @@ class QuickScratch:
         BI = np.concatenate([head, stage_I, integ_at, integ]).astype(np.int64)
         fric = (jr.joint_friction + jr.output_friction).astype(np.float64)
         BF = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear, jr.lower,
-                             jr.upper, jr.vmax, fric, _UP_FRAME.reshape(-1), tr.stall,
-                             tr.back_emf]).astype(np.float64)
+                             jr.upper, jr.vmax, fric, _UP_FRAME.reshape(-1),
+                             tr.back_emf]).astype(np.float64)  # (not the stall torques: the
+        # bus voltage's setter makes them again)
         ls = 5 * nv * nv + 12 * nv
         nf = _g_at(mmax, nv, m0max, emax) + 2 * len(_SOURCES) * nv + 2 * nv
         ni = emax + 2 * (m0max + emax) + len(_SOURCES)
@@ -531,7 +532,7 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
            qs.origins, qs.J_world, qs.supports, qs.R_none if R is None else R, rs_I, rs_F,
            params, bounds, row, qs.QI, qs.QF, upper, h_pin, u_pin, s.q, s.u, kp, kd, s.q_ref,
            s.u_ref, s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint, s.k_s, s.spring_rest,
-           s.tau_a, s.joint_rows.states, prev_codes, prev_lam, OF, OI)
+           s.transmission.stall, s.tau_a, s.joint_rows.states, prev_codes, prev_lam, OF, OI)
     if detect:
         rs.poses_written()
     if OI[4] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
