@@ -26,9 +26,10 @@ spherical joints, under any scheme but RUNGE_KUTTA_4, and its contacts (if any) 
 ground alone (no static box, no self-collision); `step_apart` when it holds several such robots
 on the ground, apart (ContactWorld.robots_apart, the test of detect_apart), with one call per
 robot, whose results become the state once every robot's call is made and the robots are found
-apart. Otherwise, or when the compiled call finds what
-only the other path handles (a shape near the ground that is not a sphere, a step without any
-row, M~ not positive definite), it returns None and lean.step takes the step from the start:
+apart. A step without any row (no contact, no joint at a limit, no joint friction) takes u* as
+u_{t+1}, as ArticulatedSystem.finish_step does. Otherwise, or when the compiled call finds what
+only the other path handles (a shape near the ground that is not a sphere, M~ not positive
+definite), it returns None and lean.step takes the step from the start:
 Pinocchio's results are recomputed, with the same bits. After such a step the next `_BACK_OFF`
 steps go to lean.step directly (a robot whose box sits on the ground would otherwise pay for both
 paths at every step).
@@ -46,7 +47,8 @@ from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS,
 from raisimcli.physics.step.actuators import ActuatorState
 from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _g_at, _impulse_step
 from raisimcli.physics.step.contact_solver import SCALAR
-from raisimcli.physics.step.decomposition import _row_names
+from raisimcli.physics.conventions import _integrate
+from raisimcli.physics.step.decomposition import _row_names, _table
 from raisimcli.physics.step.joint_rows import ABOVE, BELOW, FAST_UP, FREE
 from raisimcli.physics.step.lean import PD_PLUS_FEEDFORWARD_TORQUE, _stage
 from raisimcli.physics.step.solver import WarmStart
@@ -57,7 +59,7 @@ _SOURCES = ("joint_limits", "joint_friction", "contacts")  # the row sources, in
 _HEAD = 8  # OI's header: contacts, rows, sweeps, sources with impulses (a bit each), status
 
 # the compiled call's answers (OI[4])
-DONE, NOT_SPHERES, NO_ROWS, NOT_DEFINITE = 0, 1, 2, 3
+DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 3
 
 
 @kernel
@@ -130,8 +132,34 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
             n_fric += 1
     m0 = n_lim + n_vel + n_fric
     m = m0 + 3 * nc
-    if m == 0:  # (lean.step's finish_step)
-        OI[4] = NO_ROWS
+    # _stage's results that the steps below read
+    a = 3 * n * n + 7 * n
+    M_end = a + n * n
+    spring_err, tau_cmd = SF[M_end + n:M_end + 2 * n], SF[M_end + 2 * n:M_end + 3 * n]
+    b = SF[M_end + 3 * n:M_end + 4 * n]
+    u_star = SF[M_end + 4 * n + n * n:M_end + 5 * n + n * n]
+    tau_ext = SF[2 * n * n + 6 * n:2 * n * n + 7 * n]
+    tau_act = act[5 * n_act:5 * n_act + n]
+    if m == 0:  # no row: u_{t+1} = u*, then spec step 6 and the table without impulses, the
+        # loops of _impulse_step after its solve (ArticulatedSystem.finish_step's results)
+        FI = W[ls:]
+        u_bar, du = FI[0:n], FI[n:2 * n]
+        for i in range(n):
+            u_next[i] = u_star[i]
+            if u_bar_rule == 0:
+                u_bar[i] = u_next[i]
+            elif u_bar_rule == 1:
+                u_bar[i] = 0.5 * (u[i] + u_next[i])
+            else:
+                u_bar[i] = u[i]
+        _integrate(q, u_bar, dt, integ[integ_at[0]:integ_at[1]], integ[integ_at[1]:integ_at[2]],
+                   integ[integ_at[2]:integ_at[3]], integ[integ_at[3]:integ_at[4]],
+                   integ[integ_at[4]:integ_at[5]], integ[integ_at[5]:integ_at[6]], q_next)
+        for i in range(n):
+            du[i] = u_next[i] - u[i]
+        _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
+               FI[2 * n:2 * n].reshape((0, n)), table)
+        OI[4] = DONE
         return
     codes = OI[_HEAD:_HEAD + m]
     RF = W[ls:ls + m0 * n + 4 * m0]
@@ -238,14 +266,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     for i in range(integ.shape[0]):
         RI[lr + 7 + i] = integ[i]
     # spec steps 4-6 and 5's table (alone._impulse_step, in _workspace's layout)
-    a = 3 * n * n + 7 * n  # _stage's results
-    M_end = a + n * n
-    spring_err, tau_cmd = SF[M_end + n:M_end + 2 * n], SF[M_end + 2 * n:M_end + 3 * n]
-    b = SF[M_end + 3 * n:M_end + 4 * n]
     L = SF[M_end + 4 * n:M_end + 4 * n + n * n].reshape((n, n))
-    u_star = SF[M_end + 4 * n + n * n:M_end + 5 * n + n * n]
-    tau_ext = SF[2 * n * n + 6 * n:2 * n * n + 7 * n]
-    tau_act = act[5 * n_act:5 * n_act + n]
     FI = W[ls + m0max * n + 4 * m0max:]
     II = WI[3 + 2 * m0max + m0max + 3 * emax + 4 + 7 + integ.shape[0]:]
     sweeps = _impulse_step(RF, RI, J_world, pl_T, supports, bu, R, bodies, points, frames,
