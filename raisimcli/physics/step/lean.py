@@ -189,7 +189,7 @@ def step(world, warm_start):
     cw = world.contact_world
     if len(world.systems) == 1:  # (integrate2_world's one island, without its grouping)
         s = world.systems[0]
-        if world.quick:
+        if world.quick and not s.constraints:  # (loops and mimics: the lean path's)
             done = quick.step(world, s, warm_start)
             if done is not None:
                 return done

@@ -406,6 +406,15 @@ def _links_of(rs, shapes: np.ndarray) -> tuple:
     return links
 
 
+class ApartWarmStart(WarmStart):
+    """WarmStart.of_parts of step_apart's robots, each robot's part also by the robot
+    (`by_system`: id of the system -> its CodedWarmStart)."""
+
+    def __init__(self, by_system: dict, parts: list):
+        super().__init__(None, None, tuple(parts))
+        self.by_system = by_system
+
+
 class PackedContacts(ContactSet):
     """The contacts of a quick step: their arrays are views of the step's results (OF, OI),
     their meta and keys the robot's, made when first read."""
@@ -484,8 +493,7 @@ def step_apart(world, warm_start):
         if rs.self_collision:
             return None
     # each robot's part of the last step's warm start, when the last step was this one
-    parts = {id(part.scratch.system): part for part in warm_start.parts
-             if isinstance(part, CodedWarmStart)} if isinstance(warm_start, WarmStart) else {}
+    parts = warm_start.by_system if isinstance(warm_start, ApartWarmStart) else {}
     bounds = np.empty((len(robots), 6))  # each robot's box of its shapes' boxes
     runs = {}
     for k, rs in enumerate(robots):
@@ -498,7 +506,8 @@ def step_apart(world, warm_start):
         if len(runs) == len(systems) and cw.robots_apart(bounds):
             done = {key: _commit(world.dt, *run) for key, run in runs.items()}
             return ContactSet.joined([done[id(rs.system)][0] for rs in robots]), \
-                WarmStart.of_parts([done[id(s)][1] for s in systems])
+                ApartWarmStart({key: part for key, (_, part) in done.items()},
+                               [done[id(s)][1] for s in systems])
     for s in systems:  # lean.step takes it from the start, and the next steps
         s.forget_joint_jacobians()
     scratch["quick_apart"] = _BACK_OFF
