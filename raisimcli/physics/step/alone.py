@@ -148,7 +148,25 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
         _report(frames, J, m0, lam, u_next, target, impulse, impulse_contact, velocity_contact,
                 target_c)
     _impulses_by_source(J, lam, order, starts, 0, g, nonzero)
-    # spec step 6: the positions
+    k = 0  # the sources that have impulses, in their order
+    for s in range(g.shape[0]):
+        if nonzero[s]:
+            for i in range(nv):
+                impulses[k, i] = g[s, i]
+            k += 1
+    _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act, k_s,
+             spring_err, tau_ext, impulses[:k], u_bar, du, q_next, table)
+    return sweeps
+
+
+@kernel
+def _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act, k_s,
+             spring_err, tau_ext, impulses, u_bar, du, q_next, table):
+    """Spec step 6, q_next = q integrated with the velocity of `u_bar_rule` (0 u_next, 1 the
+    trapezoid's (u + u_next) / 2, 2 u; `integ`, `integ_at`: Conventions.integration_packed),
+    then step 5's table with these generalized impulses (decomposition._table); `u_bar`, `du`
+    (nv,): scratch. ArticulatedSystem.finish_step's operations, in its order."""
+    nv = u.shape[0]
     for i in range(nv):
         if u_bar_rule == 0:
             u_bar[i] = u_next[i]
@@ -159,18 +177,10 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     _integrate(q, u_bar, dt, integ[integ_at[0]:integ_at[1]], integ[integ_at[1]:integ_at[2]],
                integ[integ_at[2]:integ_at[3]], integ[integ_at[3]:integ_at[4]],
                integ[integ_at[4]:integ_at[5]], integ[integ_at[5]:integ_at[6]], q_next)
-    # spec step 5: the table, with the sources that have impulses in their order
-    k = 0
-    for s in range(g.shape[0]):
-        if nonzero[s]:
-            for i in range(nv):
-                impulses[k, i] = g[s, i]
-            k += 1
     for i in range(nv):
         du[i] = u_next[i] - u[i]
-    _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
-           impulses[:k], table)
-    return sweeps
+    _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext, impulses,
+           table)
 
 
 def _plan(s, joint, contacts, nc: int) -> tuple:

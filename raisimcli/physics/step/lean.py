@@ -141,24 +141,31 @@ def applies(world) -> bool:
     return True
 
 
+def stage_constants(s) -> tuple[np.ndarray, np.ndarray]:
+    """_stage's I and C of system s (its docstring gives their layout): I the flags (the first
+    one, T = I, set; the others are the step's), where each index array starts in I, then the
+    conventions' and the joint rows' index arrays; C the robot's constant floats (the
+    transmission's and the joint rows' are never written after loading)."""
+    conv, tr, jr = s.conv, s.transmission, s.joint_rows
+    parts = [conv.block_u, conv.floating_u, conv.one_dof_q, conv.one_dof_u, jr.qidx, jr.idx]
+    starts = np.cumsum([13] + [p.size for p in parts])
+    I = np.concatenate([np.zeros(6, dtype=np.int64), starts] + parts).astype(np.int64)  # noqa: E741
+    I[0] = conv.identity
+    C = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear, jr.lower, jr.upper,
+                        jr.vmax]).astype(np.float64)
+    return I, C
+
+
 class _Scratch:
     """One system's arrays that no step result outlives (each is written before it is read in a
     step), and its Stage and factor, refilled at each step."""
 
     def __init__(self, s):
-        nv, conv, tr, jr = s.nv, s.conv, s.transmission, s.joint_rows
+        nv, tr = s.nv, s.transmission
         # _stage's scratch, then its results M, h, spring_err, tau_cmd, b, L, u* (views below)
         self.F = F = np.empty(5 * nv * nv + 12 * nv)
-        # _stage's I: the flags, where each index array starts in I, the arrays (its docstring)
-        parts = [conv.block_u, conv.floating_u, conv.one_dof_q, conv.one_dof_u, jr.qidx, jr.idx]
-        starts = np.cumsum([13] + [p.size for p in parts])
-        self.I = np.concatenate([np.zeros(6, dtype=np.int64), starts] + parts).astype(np.int64)
+        self.I, self.C = stage_constants(s)
         self.flags = self.I[0:6]
-        self.flags[0] = conv.identity
-        # _stage's C: the robot's constant floats (the transmission's and the joint rows' are
-        # never written after loading)
-        self.C = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear,
-                                 jr.lower, jr.upper, jr.vmax]).astype(np.float64)
         a = 3 * nv * nv + 7 * nv
         self.M = F[a:a + nv * nv].reshape(nv, nv)
         a += nv * nv

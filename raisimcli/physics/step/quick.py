@@ -45,12 +45,11 @@ from raisimcli.physics.collision import _near_ground
 from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
     ContactSet
 from raisimcli.physics.step.actuators import ActuatorState
-from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _g_at, _impulse_step
+from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _g_at, _impulse_step
 from raisimcli.physics.step.contact_solver import SCALAR
-from raisimcli.physics.conventions import _integrate
-from raisimcli.physics.step.decomposition import _row_names, _table
+from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.joint_rows import ABOVE, BELOW, FAST_UP, FREE
-from raisimcli.physics.step.lean import PD_PLUS_FEEDFORWARD_TORQUE, _stage
+from raisimcli.physics.step.lean import PD_PLUS_FEEDFORWARD_TORQUE, _stage, stage_constants
 from raisimcli.physics.step.solver import WarmStart
 
 _BACK_OFF = 50  # steps taken by lean.step after the compiled call declined one
@@ -143,22 +142,10 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     if m == 0:  # no row: u_{t+1} = u*, then spec step 6 and the table without impulses, the
         # loops of _impulse_step after its solve (ArticulatedSystem.finish_step's results)
         FI = W[ls:]
-        u_bar, du = FI[0:n], FI[n:2 * n]
         for i in range(n):
             u_next[i] = u_star[i]
-            if u_bar_rule == 0:
-                u_bar[i] = u_next[i]
-            elif u_bar_rule == 1:
-                u_bar[i] = 0.5 * (u[i] + u_next[i])
-            else:
-                u_bar[i] = u[i]
-        _integrate(q, u_bar, dt, integ[integ_at[0]:integ_at[1]], integ[integ_at[1]:integ_at[2]],
-                   integ[integ_at[2]:integ_at[3]], integ[integ_at[3]:integ_at[4]],
-                   integ[integ_at[4]:integ_at[5]], integ[integ_at[5]:integ_at[6]], q_next)
-        for i in range(n):
-            du[i] = u_next[i] - u[i]
-        _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
-               FI[2 * n:2 * n].reshape((0, n)), table)
+        _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
+                 k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
         OI[4] = DONE
         return
     codes = OI[_HEAD:_HEAD + m]
@@ -300,10 +287,7 @@ class QuickScratch:
         m0max = 2 * nj
         self.mmax = mmax = m0max + 3 * emax
         integ, integ_at = conv.integration_packed
-        parts = [conv.block_u, conv.floating_u, conv.one_dof_q, conv.one_dof_u, jr.qidx, jr.idx]
-        starts = np.cumsum([13] + [p.size for p in parts])
-        stage_I = np.concatenate([np.zeros(6, dtype=np.int64), starts] + parts).astype(np.int64)
-        stage_I[0] = conv.identity
+        stage_I, stage_C = stage_constants(s)
         head = np.zeros(16, dtype=np.int64)
         head[0] = 16
         head[1] = head[0] + stage_I.size
@@ -318,10 +302,8 @@ class QuickScratch:
         head[9], head[10], head[11] = nj, n_act, emax
         BI = np.concatenate([head, stage_I, integ_at, integ]).astype(np.int64)
         fric = (jr.joint_friction + jr.output_friction).astype(np.float64)
-        BF = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear, jr.lower,
-                             jr.upper, jr.vmax, fric, _UP_FRAME.reshape(-1),
-                             tr.back_emf]).astype(np.float64)  # (not the stall torques: the
-        # bus voltage's setter makes them again)
+        BF = np.concatenate([stage_C, fric, _UP_FRAME.reshape(-1), tr.back_emf]) \
+            .astype(np.float64)  # (not the stall torques: the bus voltage's setter makes them)
         ls = 5 * nv * nv + 12 * nv
         nf = _g_at(mmax, nv, m0max, emax) + 2 * len(_SOURCES) * nv + 2 * nv
         ni = emax + 2 * (m0max + emax) + len(_SOURCES)
