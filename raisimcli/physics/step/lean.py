@@ -18,6 +18,11 @@ impulses; by the general path's impulse problem (integrate2_systems) with loop o
 constraints (their elimination made as ArticulatedSystem.prepare_step makes it) or with contacts
 between its own bodies (self-collision). Robots in contact with each other form an island whose
 impulse problem the general path solves (step/world_step.py) from their stages made here.
+
+Before any of that, `step` offers the step to step/quick.py (unless World.quick is off): a
+robot alone whose contacts can only be with the ground, or several such robots apart, take the
+whole step there in one compiled call each, with the same bits; this module takes the step when
+quick.py declines it.
 """
 
 from __future__ import annotations
@@ -297,4 +302,5 @@ def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
     return st
 
 
-from raisimcli.physics.step import quick  # noqa: E402  (it compiles _stage into its call)
+# last: step/quick.py imports _stage and stage_constants from this module
+from raisimcli.physics.step import quick  # noqa: E402

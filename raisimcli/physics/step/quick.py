@@ -58,21 +58,24 @@ _SOURCES = ("joint_limits", "joint_friction", "contacts")  # the row sources, in
 _HEAD = 8  # OI's header: contacts, rows, sweeps, sources with impulses (a bit each), status
 
 # the compiled call's answers (OI[4])
-DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 3
+DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
 
 
 @kernel
 def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
-           flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, row, QI,
-           QF,
-           M_upper, h_pin, u_pin, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper, b_joint, k_s,
-           spring_rest, stall, tau_a, states, prev_codes, prev_lam, OF, OI):  # noqa: E741
+           flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, row,
+           QI, QF, M_upper, h_pin, u_pin, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper,
+           b_joint, k_s, spring_rest, stall, tau_a, states, prev_codes, prev_lam, OF, OI):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
-    pl_R, pl_T). The robot's constant arrays come packed: BI (QuickScratch's header, then
-    _stage's I, the integration's integ_at and integ), BF (_stage's C, each joint's friction
-    bound per second, the ground's contact frame); W and WI are scratch. Writes OF and OI (the
-    layouts of QuickScratch.results); OI[4] says whether the step was taken (DONE) or why not."""
+    pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F, _near_ground's) and
+    row `row` of `bounds`. `flags`: a bit each for PD mode, springs, the motor regions enforced
+    and loads (their J^T F written into the stage's tau_ext). The robot's constant arrays come
+    packed (QuickScratch): QI is BI (its header, _stage's I, the integration's integ_at and
+    integ) then the integer scratch WI; QF is BF (_stage's C, each joint's friction bound per
+    second, the ground's contact frame, the back-EMF damping) then the float scratch W. The
+    last step's row codes and impulses are the warm start. Writes OF and OI (the layouts in
+    QuickScratch); OI[4] says whether the step was taken (DONE) or why not."""
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
     nj, n_act = BI[9], BI[10]
@@ -324,7 +327,6 @@ class QuickScratch:
         self.n_oi = _HEAD + mmax + 2 * emax
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
         self.none_acting = tr.none_acting
-        self.identity = conv.identity
         self.R_none = conv.no_blocks
         self.no_params, self.no_bounds = np.zeros((1, 5)), np.zeros((1, 6))
         # the views of Pinocchio's data the call reads (made at load, never rebound)

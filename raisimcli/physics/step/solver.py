@@ -52,11 +52,6 @@ class WarmStart(Mapping):
         return cls(None, None, tuple(parts))
 
     @property
-    def parts(self) -> tuple:
-        """The WarmStarts of the islands it was made of (of_parts), or ()."""
-        return self._parts
-
-    @property
     def keys_list(self) -> list:
         if self._keys is None:
             self._keys = [key for part in self._parts for key in part.keys_list]
