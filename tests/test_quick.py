@@ -2,12 +2,15 @@
 against step/lean.py's path for the same step: the same bits, step by step, for every result a
 user reads, and the records it hands on (the contact set, the warm start) as the other paths'."""
 
+import os
+
 import numpy as np
 import pytest
 
 from raisimcli.physics import World
 from raisimcli.physics.step import quick
 from test_lean import _before_step, _same, _setup
+from test_real_urdfs import ERD
 
 # (case, how many of its 400 steps the compiled call takes at least; 0: none)
 CASES = [("drop", 400), ("drop_with_inverse_dynamics", 400), ("drop_trapezoid", 400),
@@ -110,3 +113,41 @@ def test_a_setter_between_steps_reaches_the_quick_step(monkeypatch):
             w.integrate()
         _same(*worlds)
     assert sum(done[100:]) >= 150  # (the quick step's, after the setters)
+
+
+@pytest.mark.parametrize("path,taken", [("a1_description/urdf/a1.urdf", 300),
+                                        ("anymal_b_simple_description/robots/anymal.urdf", 300),
+                                        ("go2_description/urdf/go2.urdf", 1),
+                                        ("ur_description/urdf/ur5_robot.urdf", 1)])
+def test_real_robots_take_the_quick_step_with_the_lean_paths_bits(path, taken, monkeypatch):
+    """Robots of example-robot-data dropped onto the ground under PD (their feet spheres, or
+    meshes near the ground: then the lean path) and an arm fixed at the ground's height, 300
+    steps against the lean path."""
+    done = []
+    real = quick.step
+    monkeypatch.setattr(quick, "step", lambda *a: (lambda out: done.append(out is not None)
+                                                   or out)(real(*a)))
+    worlds = []
+    for use in (True, False):
+        w = World(0.001)
+        w.quick = use
+        w.add_ground()
+        s = w.add_articulated_system(os.path.join(ERD, path))
+        q = s.get_generalized_coordinate()
+        if s.nq > s.nv:  # (a floating base: dropped from 0.6 m higher)
+            q[2] += 0.6
+        s.set_state(q, np.zeros(s.nv))
+        s.set_pd_gains(np.full(s.nv, 40.0), np.full(s.nv, 1.0))
+        s.set_pd_target(q, np.zeros(s.nv))
+        worlds.append((w, s))
+    touched = 0
+    for _ in range(300):
+        for w, _ in worlds:
+            w.integrate()
+        _same(*worlds)
+        touched += bool(len(worlds[0][0].contacts))
+    if s.nq > s.nv:
+        assert touched >= 30  # (landed)
+    assert sum(done) >= taken
+    if taken < 300:
+        assert not all(done)  # (mesh or box shapes near the ground: the lean path's)
