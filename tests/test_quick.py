@@ -53,7 +53,7 @@ def test_the_quick_step_is_the_lean_path(case, taken, monkeypatch):
         assert len(wa.contacts) == 4
 
 
-def test_a_held_contact_set_keeps_its_step(tmp_path):
+def test_a_held_contact_set_keeps_its_step():
     """The contacts of a step stay as they were after the next steps (each step writes new
     arrays), and read as the other paths' set."""
     w = World(0.001)
