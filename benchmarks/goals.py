@@ -106,15 +106,21 @@ def command_vs_library() -> tuple:
 
 
 def many_robots() -> tuple:
-    """(8 standing quadrupeds' step / 8, one's step)."""
-    times = []
+    """(8 standing quadrupeds' step / 8, one's step): the two worlds alternated five times,
+    each one's best of 300 steps (one short run each was within this VM's noise of the goal)."""
+    worlds = []
     for n in (1, 8):
         w = World()
         w.add_ground()
         for k in range(n):
             quadruped(w, x=2.0 * k)
-        times.append(step_us(w, number=100) / n)
-    return times[1], times[0]
+        step_us(w, number=100)  # (settled, compiled)
+        worlds.append((w, n))
+    best = [float("inf"), float("inf")]
+    for _ in range(5):
+        for i, (w, n) in enumerate(worlds):
+            best[i] = min(best[i], per_call_us(w.integrate, repeat=1, number=300) / n)
+    return best[1], best[0]
 
 
 def startup() -> tuple:
