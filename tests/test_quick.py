@@ -20,13 +20,20 @@ CASES = [("drop", 400), ("drop_with_inverse_dynamics", 400), ("drop_trapezoid", 
          ("drop_rk4", 0), ("fourbar", 0), ("spherical", 0), ("gripper_on_quadruped", 0)]
 
 
-@pytest.mark.parametrize("case,taken", CASES)
-def test_the_quick_step_is_the_lean_path(case, taken, monkeypatch):
+def _taken(monkeypatch) -> list:
+    """A list that gets, at each step offered to the quick step (a world of one robot: step;
+    of several: step_apart), whether it took it."""
     done = []
-    for name in ("step", "step_apart"):  # (a world of one robot; of several)
+    for name in ("step", "step_apart"):
         real = getattr(quick, name)
         monkeypatch.setattr(quick, name, lambda *a, real=real: (
             lambda out: done.append(out is not None) or out)(real(*a)))
+    return done
+
+
+@pytest.mark.parametrize("case,taken", CASES)
+def test_the_quick_step_is_the_lean_path(case, taken, monkeypatch):
+    done = _taken(monkeypatch)
     worlds = []
     for use in (True, False):
         w = World(0.001)
@@ -93,10 +100,7 @@ def test_a_step_it_declines_changes_nothing(monkeypatch):
 def test_a_setter_between_steps_reaches_the_quick_step(monkeypatch):
     """What the setters change between steps (the bus voltage, whose stall torques the
     transmission makes again; gains, limits, damping) is read by the next quick step."""
-    done = []
-    real = quick.step
-    monkeypatch.setattr(quick, "step", lambda *a: (lambda out: done.append(out is not None)
-                                                   or out)(real(*a)))
+    done = _taken(monkeypatch)
     worlds = []
     for use in (True, False):
         w = World(0.001)
@@ -123,10 +127,7 @@ def test_real_robots_take_the_quick_step_with_the_lean_paths_bits(path, taken, m
     """Robots of example-robot-data dropped onto the ground under PD (their feet spheres, or
     meshes near the ground: then the lean path) and an arm fixed at the ground's height, 300
     steps against the lean path."""
-    done = []
-    real = quick.step
-    monkeypatch.setattr(quick, "step", lambda *a: (lambda out: done.append(out is not None)
-                                                   or out)(real(*a)))
+    done = _taken(monkeypatch)
     worlds = []
     for use in (True, False):
         w = World(0.001)
