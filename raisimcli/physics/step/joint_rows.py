@@ -42,8 +42,9 @@ class JointRowTable:
     1-DoF joints; `lower`, `upper`, `vmax`, `friction`: (k,) each. A row's key (its identity for
     the next step's warm start) is (system name, kind, joint): it names the robot, because two
     robots of one URDF have joints of the same names. The arrays are never written after
-    loading: the lean step keeps copies of them (step/lean.py's _Scratch); whatever changes them
-    must call the system's `invalidate()`, which drops those copies."""
+    loading: the lean and quick steps keep copies of them (step/lean.py's _Scratch,
+    step/quick.py's QuickScratch); whatever changes them must call the system's `invalidate()`,
+    which drops those copies."""
 
     def __init__(self, model, output_friction: np.ndarray, system_name: str):
         one = [j for j in model.moving_joints if j.nv == 1]

@@ -288,7 +288,7 @@ class QuickScratch:
         self.rs = rs
         self.emax = emax = len(rs.shapes) if rs is not None else 0
         m0max = 2 * nj
-        self.mmax = mmax = m0max + 3 * emax
+        mmax = m0max + 3 * emax
         integ, integ_at = conv.integration_packed
         stage_I, stage_C = stage_constants(s)
         head = np.zeros(16, dtype=np.int64)
