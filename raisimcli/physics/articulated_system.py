@@ -842,11 +842,12 @@ class ArticulatedSystem:
 
     def end_step(self, dt: float, pd_error: np.ndarray, q_next: np.ndarray, u_next: np.ndarray,
                  table: dict, act_state, point_loads: list, iterations: int, in_contact: bool,
-                 start_pin) -> None:
+                 start_pin, next_pin=None) -> None:
         """The step's results become the state: q_{t+1}, u_{t+1}, the torque table, the actuator
         states, the joint wrenches (inverse dynamics, from Pinocchio's inputs at the step's
         start `start_pin`, with the contact forces `point_loads`), the PD error of the step's
-        start, had_contact."""
+        start, had_contact. `next_pin`: pinocchio_inputs() at (q_{t+1}, u_{t+1}) when the step
+        made them (with the bits pinocchio_inputs would give), else None."""
         self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.after_step(u_next, dt,
@@ -858,6 +859,8 @@ class ArticulatedSystem:
         self.pending_loads.clear()
         self.q, self.u = q_next, u_next
         self._touched()
+        if next_pin is not None:
+            self._cache["pin"] = next_pin
         self._stage = None
         if in_contact:  # spec step 6: the replacement rule applies from the next step
             self.had_contact = True

@@ -42,6 +42,7 @@ import pinocchio as pin
 
 from raisimcli.jit import kernel
 from raisimcli.physics.collision import _near_ground
+from raisimcli.physics.conventions import _pin_inputs
 from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
     ContactSet
 from raisimcli.physics.step.actuators import ActuatorState
@@ -89,8 +90,9 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     up = BF[lc + nj:lc + nj + 9].reshape((3, 3))
     back_emf = BF[lc + nj + 9:lc + nj + 9 + n_act]
     bu = stage_I[stage_I[6]:stage_I[7]]  # (the conventions' block_u)
+    q_to_pin, bq = BI[BI[14]:BI[15]], BI[BI[15]:BI[12]]
     if R.shape[0] == 0:
-        bu = bu[0:0]
+        bu, bq = bu[0:0], bq[0:0]
     idx = stage_I[stage_I[11]:stage_I[12]]
     vmax = stage_C[lc - nj:lc]
     for i in range(_HEAD):
@@ -149,6 +151,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
             u_next[i] = u_star[i]
         _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
                  k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
+        _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:])
         OI[4] = DONE
         return
     codes = OI[_HEAD:_HEAD + m]
@@ -274,7 +277,18 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
         k += 1
     if nc:
         mask |= 4 if nonzero[k] else 0
+    _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:])
     OI[0], OI[1], OI[2], OI[3], OI[4] = nc, m, sweeps, mask, DONE
+
+
+@kernel
+def _next_inputs(q, u, q_to_pin, bq, bu, out):
+    """Pinocchio's inputs at the step's result (q, u), as ArticulatedSystem.pinocchio_inputs
+    makes them (Conventions.pin_inputs), into `out`: q_pin (nq), u_pin (nv), then the rotation
+    blocks of T (9 each, none when T = I)."""
+    nq, n, k = q.shape[0], u.shape[0], bq.shape[0]
+    _pin_inputs(q, u.reshape((n, 1)), q_to_pin, bq, bu, out[0:nq],
+                out[nq + n:nq + n + 9 * k].reshape((k, 3, 3)), out[nq:nq + n].reshape((n, 1)))
 
 
 class QuickScratch:
@@ -303,7 +317,11 @@ class QuickScratch:
             head[7] = _offset(rs.entry_distance, rs.packed_F)
             head[8] = _offset(rs.entry_params, rs.packed_F)
         head[9], head[10], head[11] = nj, n_act, emax
-        BI = np.concatenate([head, stage_I, integ_at, integ]).astype(np.int64)
+        q_to_pin = s.pinocchio.q_to_pin
+        head[14] = head[3]
+        head[15] = head[14] + q_to_pin.size
+        BI = np.concatenate([head, stage_I, integ_at, integ, q_to_pin, conv.block_q]) \
+            .astype(np.int64)
         fric = (jr.joint_friction + jr.output_friction).astype(np.float64)
         BF = np.concatenate([stage_C, fric, _UP_FRAME.reshape(-1), tr.back_emf]) \
             .astype(np.float64)  # (not the stall torques: the bus voltage's setter makes them)
@@ -318,12 +336,15 @@ class QuickScratch:
         a = BF.size + 2 * nv * nv + 6 * nv
         self.tau_ext = self.QF[a:a + nv]  # (J^T F of the loads, in _stage's scratch)
         # the results: OF is q_next, u_next, q_err, the table, the actuators' block, the
-        # impulses, the contacts' arrays; OI the header, the codes, the contacts' bodies, shapes
+        # impulses, the contacts' arrays, Pinocchio's inputs at (q_next, u_next) (q_pin, u_pin,
+        # the rotation blocks of T); OI the header, the codes, the contacts' bodies, shapes
         self.at_table = nq + 2 * nv
         self.at_act = self.at_table + _TABLE_ROWS * nv
         self.at_lam = self.at_act + 5 * n_act + nv
         self.at_contacts = self.at_lam + mmax
-        self.n_of = self.at_contacts + 28 * emax
+        self.at_pin = self.at_contacts + 28 * emax
+        self.n_blocks = 0 if conv.identity else conv.block_q.size
+        self.n_of = self.at_pin + nq + nv + 9 * self.n_blocks
         self.n_oi = _HEAD + mmax + 2 * emax
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
         self.none_acting = tr.none_acting
@@ -578,8 +599,11 @@ def _commit(dt, s, qs, OF, OI, rs):
         start_pin = s.pinocchio_inputs()
         if nc:
             point_loads.append(contacts.loads_on(s, dt))
+    p, k = qs.at_pin, qs.n_blocks
     s.end_step(dt, OF[nq + nv:nq + 2 * nv], OF[0:nq], OF[nq:nq + nv], torque, act_state,
-               point_loads, sweeps, nc > 0, start_pin)
+               point_loads, sweeps, nc > 0, start_pin,
+               (OF[p:p + nq], OF[p + nq:p + nq + nv],
+                OF[p + nq + nv:p + nq + nv + 9 * k].reshape(k, 3, 3) if k else None))
     return contacts, CodedWarmStart(qs, OI[_HEAD:_HEAD + m], OF[qs.at_lam:qs.at_lam + m])
 
 
