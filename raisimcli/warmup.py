@@ -1,0 +1,214 @@
+"""A fresh environment's first run, shortened by compiling on a second CPU.
+
+The step's loops are compiled by numba the first time they run and kept in its on-disk cache
+(raisimcli/jit.py). In a fresh environment that first run of `raisimcli run` spends about 20 s
+compiling, one loop after the other, in one process; most of it is the one compiled call of the
+quick step (physics/step/quick.py), which compiles the functions it calls first. When the machine
+has a second CPU, `start()` (called by `raisimcli run`) starts one helper process that compiles
+some of those functions into the same cache meanwhile: those the run needs last (the impulse step,
+the inverse dynamics' pass), so that the run finds them in the cache when it gets to them instead
+of compiling them itself. The run's own results do not change: it loads the machine code that it
+would have compiled, from the same source, at the same optimisation level.
+
+The functions and their argument types are listed in `warmup.manifest` beside this file (a list
+of (function, numba's argument types), pickled), in the helper's order, written by
+
+    python -m raisimcli.warmup --write
+
+which times a first run of the main scenario in a fresh cache, with its compile events, and keeps
+the functions that save the run the most time: those a helper starting about a second and a half
+after the run can compile, one after the other, before the run needs them (see `plan`). The helper
+is started only when the first of them is not in the cache yet, numba is the version that wrote
+the manifest, and `RAISIMCLI_WARM_UP` is not 0. It writes nothing to the terminal, and is stopped
+when the run's process exits (the functions it has compiled by then stay in the cache). Two
+processes adding functions to one file of numba's cache index at the same time may lose one of
+the two entries: that function is compiled again on the next run, nothing worse.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import importlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+
+MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warmup.manifest")
+# --write's run: the README's main scenario, in a checkout
+SCENARIO = os.path.join(os.path.dirname(os.path.dirname(MANIFEST)), "scenarios",
+                        "quadruped_pd.toml")
+HELPER_START = 1.5  # s from the run's start until the helper compiles (its imports), about
+
+_helper: subprocess.Popen | None = None
+_CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from raisimcli.warmup import main; main([])"
+
+
+def _entries(path: str = MANIFEST) -> list | None:
+    """The manifest's [(function's dotted name, argument types)], or None (no manifest, another
+    numba, or one that cannot be read)."""
+    import numba
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("numba") != numba.__version__:
+            return None
+        return [(name, pickle.loads(base64.b64decode(sig))) for name, sig in data["entries"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError,
+            pickle.UnpicklingError):
+        return None
+
+
+def _function(name: str):
+    module, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def cached(name: str, args: tuple) -> bool:
+    """Whether numba's cache holds the compiled function `name` for these argument types (its
+    index file, as numba would look it up; False when that cannot be told)."""
+    try:
+        dispatcher = _function(name)
+        cache = dispatcher._cache
+        key = cache._index_key(args, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - numba's internals differ: no helper
+        return True
+
+
+def start() -> bool:
+    """Start the helper when it would help (the module's docstring); True when started."""
+    global _helper
+    if _helper is not None or os.environ.get("RAISIMCLI_WARM_UP", "").strip() == "0" or \
+            getattr(sys, "frozen", False):
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    entries = _entries() if cpus > 1 else None
+    if not entries or cached(*entries[0]):
+        return False
+    try:
+        _helper = subprocess.Popen(  # (this package, wherever the current folder is)
+            [sys.executable, "-c", _CHILD, os.path.dirname(os.path.dirname(MANIFEST))],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return False
+    atexit.register(stop)
+    return True
+
+
+def stop() -> None:
+    """Stop the helper (if any) and wait for it."""
+    global _helper
+    helper, _helper = _helper, None
+    if helper is not None and helper.poll() is None:
+        helper.terminate()
+        try:
+            helper.wait(5)
+        except subprocess.TimeoutExpired:
+            helper.kill()
+            helper.wait()
+
+
+def compile_all(entries: list) -> None:
+    """Compile each function of `entries` for its argument types (into numba's cache)."""
+    for name, args in entries:
+        _function(name).compile(args)
+
+
+# --- writing the manifest ------------------------------------------------------------------------
+_RECORD = r"""
+import json, sys, time
+from numba.core import event
+stack, out, t0 = [], [], time.perf_counter()
+class Recorder(event.Listener):
+    def on_start(self, e):
+        f = e.data["dispatcher"].py_func
+        stack.append((f.__module__ + "." + f.__qualname__, e.data["args"], time.perf_counter()))
+    def on_end(self, e):
+        name, args, t = stack.pop()
+        out.append((len(stack), name, args, t - t0, time.perf_counter() - t))
+event.register("numba:compile", Recorder())
+sys.argv = ["raisimcli", "run", sys.argv[1], "--duration", "0.01", "-o", sys.argv[2], "-q"]
+from raisimcli.cli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+import base64, pickle
+print(json.dumps([(d, n, base64.b64encode(pickle.dumps(a)).decode(), s, t)
+                  for d, n, a, s, t in out]))
+"""
+
+
+def record(scenario: str) -> list:
+    """A first run of `scenario` in a fresh numba cache, without the helper: its compiled
+    functions as (depth in the compile tree, dotted name, pickled argument types, start s,
+    seconds) in the order they were compiled."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "cache"), RAISIMCLI_WARM_UP="0")
+        done = subprocess.run([sys.executable, "-c", _RECORD, scenario,
+                               os.path.join(tmp, "log.h5")], env=env, capture_output=True,
+                              text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def plan(compiled: list) -> list:
+    """The helper's list from a recorded first run: of the functions compiled from the run's top
+    level or by those (depth 0 or 1), the set that saves the run the most time, in the order the
+    run needs them. A function saves its compile time when the helper, starting HELPER_START s in
+    and compiling the set in that order, finishes it before the run needs it; the run then needs
+    the later ones earlier, by the time of those the helper took. (Every set is tried: only the
+    few that the helper could finish at all in time are candidates.)"""
+    jobs = sorted((begin, seconds, name, sig) for depth, name, sig, begin, seconds in compiled
+                  if depth <= 1 and HELPER_START + seconds <= begin)
+    tops = [(begin, begin + seconds) for depth, _, _, begin, seconds in compiled
+            if depth == 0 and HELPER_START + seconds <= begin]
+    jobs = [job for job in jobs  # (not those a candidate compiles: it takes their time)
+            if not any(b0 < job[0] < b1 for b0, b1 in tops)]
+    best, most = [], 0.0
+    for mask in range(1, 1 << len(jobs)):
+        chosen = [job for k, job in enumerate(jobs) if mask >> k & 1]
+        clock, saved = HELPER_START, 0.0
+        for begin, seconds, _, _ in chosen:
+            clock += seconds
+            if clock > begin - saved:
+                break
+            saved += seconds
+        else:
+            if saved > most:
+                best, most = chosen, saved
+    return [(name, sig) for _, _, name, sig in best]
+
+
+def write(path: str = MANIFEST, scenario: str = SCENARIO) -> list:
+    import numba
+    entries = plan(record(scenario))
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"numba": numba.__version__, "entries": entries}, f, indent=0)
+        f.write("\n")
+    return entries
+
+
+def main(argv: list) -> None:
+    if argv[:1] == ["--write"]:
+        t0 = time.perf_counter()
+        entries = write()
+        print(f"{MANIFEST}: {len(entries)} functions ({time.perf_counter() - t0:.0f} s)")
+        for name, _ in entries:
+            print(f"  {name}")
+        return
+    try:
+        compile_all(_entries() or [])
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
