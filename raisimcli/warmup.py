@@ -4,7 +4,8 @@ The step's loops are compiled by numba the first time they run and kept in its o
 (raisimcli/jit.py). In a fresh environment that first run of `raisimcli run` spends about 20 s
 compiling, one loop after the other, in one process; most of it is the one compiled call of the
 quick step (physics/step/quick.py), which compiles the functions it calls first. When the machine
-has a second CPU, `start()` (called by `raisimcli run`) starts one helper process that compiles
+has a second CPU, `start()` (called by the command `raisimcli run`, not by a CliRunner or other
+caller of the command in its own process) starts one helper process that compiles
 some of those functions into the same cache meanwhile: those the run needs last (the impulse step,
 the inverse dynamics' pass), so that the run finds them in the cache when it gets to them instead
 of compiling them itself. The run's own results do not change: it loads the machine code that it
@@ -43,6 +44,11 @@ MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warmup.mani
 SCENARIO = os.path.join(os.path.dirname(os.path.dirname(MANIFEST)), "scenarios",
                         "quadruped_pd.toml")
 HELPER_START = 1.5  # s from the run's start until the helper compiles (its imports), about
+
+# set by the command line's entry point (raisimcli.cli.entry.main): `raisimcli run` then starts
+# the helper. Not in other processes that call the command in theirs (a test's CliRunner): a
+# process of ours that keeps compiling beside them would only compete for their CPUs
+COMMAND_LINE = False
 
 _helper: subprocess.Popen | None = None
 _CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from raisimcli.warmup import main; main([])"

@@ -64,7 +64,8 @@ def test_helper_answers_in_order_and_is_replaced_when_gone():
         assert second == [deflate(b[::-1].copy(), 4, 4), deflate(a, 8, 4)]
         assert helper.alive and helper.has_free_slot
         # the helper dies with a job out: the job is deflated here, from the slot's input
-        helper.submit([a, b], 4)
+        os.kill(helper._proc.pid, signal.SIGSTOP)  # (so that it cannot answer the job first: on
+        helper.submit([a, b], 4)  # a busy machine it sometimes did, and the test failed)
         os.kill(helper._proc.pid, signal.SIGKILL)
         helper._proc.wait()
         assert helper.result(4) == first

@@ -60,6 +60,7 @@ def test_the_helper_fills_numbas_cache(tmp_path):
 
 
 def test_start_does_nothing_when_disabled_or_cached(monkeypatch):
+    assert warmup._helper is None and not warmup.COMMAND_LINE  # (CliRunner's runs start none)
     monkeypatch.setenv("RAISIMCLI_WARM_UP", "0")
     assert warmup.start() is False
     monkeypatch.delenv("RAISIMCLI_WARM_UP")

@@ -41,6 +41,8 @@ def install_signal_handlers() -> None:
 
 def main() -> None:
     install_signal_handlers()
+    import raisimcli.warmup
+    raisimcli.warmup.COMMAND_LINE = True  # (`raisimcli run` may start its first-run helper)
     try:
         import click
 

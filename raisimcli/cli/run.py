@@ -78,7 +78,8 @@ def run_command(scenarios, output, duration, overrides, strict, max_joints, igno
     @report_errors(json_output=as_json)
     def go():
         from raisimcli import warmup
-        warmup.start()  # a fresh environment: a second CPU compiles part of the step meanwhile
+        if warmup.COMMAND_LINE:  # a fresh environment: a second CPU compiles part of the step
+            warmup.start()
         scn = load_scenario(scenario, tuple(overrides), duration=duration, log_path=output,
                             strict=strict, ignore_warnings=ignore,
                             **({"max_joints": max_joints} if max_joints else {}))
