@@ -131,6 +131,6 @@ def kernel(fn):
     """`numba.njit(cache=True)(fn)`, stamped with the package's digest (see the module) and
     optimised at LLVM's level _OPT."""
     dispatcher = njit(cache=True)(fn)
-    if _OPT is not None:
+    if _OPT is not None and hasattr(dispatcher, "compile"):  # (NUMBA_DISABLE_JIT=1: fn itself)
         dispatcher.compile = _at_our_level(dispatcher.compile)
     return dispatcher
