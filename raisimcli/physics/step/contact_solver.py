@@ -46,16 +46,17 @@ def _solve3(G, b0, b1, b2):
 def _sliding(G, v0, tn, mu, th):
     """For the tangential direction th: the impulse on the cone surface that meets the normal
     target, and the residual (cross product of the direction with the tangential velocity; zero
-    when they are parallel) and the dot product (negative when they oppose)."""
+    when they are parallel) and the dot product (negative when they oppose); then cos th and
+    sin th."""
     c, s = math.cos(th), math.sin(th)
     d0, d1, d2 = mu * c, mu * s, 1.0
     gn = G[2, 0] * d0 + G[2, 1] * d1 + G[2, 2] * d2
     if gn <= 1e-300:
-        return -1.0, 0.0, 1.0
+        return -1.0, 0.0, 1.0, c, s
     ln = (tn - v0[2]) / gn
     vt0 = v0[0] + ln * (G[0, 0] * d0 + G[0, 1] * d1 + G[0, 2] * d2)
     vt1 = v0[1] + ln * (G[1, 0] * d0 + G[1, 1] * d1 + G[1, 2] * d2)
-    return ln, c * vt1 - s * vt0, c * vt0 + s * vt1
+    return ln, c * vt1 - s * vt0, c * vt0 + s * vt1, c, s
 
 
 @kernel
@@ -88,34 +89,41 @@ def solve_contact(G, v0, tn, mu, lam_out):
     found = False
     lo_th = 0.0
     hi_th = 0.0
+    r_lo = 0.0
     prev_th = th0 - math.pi
-    ln_p, r_p, dot_p = _sliding(G, v0, tn, mu, prev_th)
+    ln_p, r_p, dot_p, _, _ = _sliding(G, v0, tn, mu, prev_th)
     for k in range(1, n_samples + 1):
         th = th0 - math.pi + 2.0 * math.pi * k / n_samples
-        ln_k, r_k, dot_k = _sliding(G, v0, tn, mu, th)
+        ln_k, r_k, dot_k, _, _ = _sliding(G, v0, tn, mu, th)
         if ln_k >= 0.0 and dot_k <= 0.0 and abs(r_k) < best_r:
             best_r = abs(r_k)
             best_th = th
         if (r_p <= 0.0) != (r_k <= 0.0) and ln_p >= 0.0 and ln_k >= 0.0 and \
-                (dot_p <= 0.0 or dot_k <= 0.0) and not found:
-            lo_th, hi_th = prev_th, th
+                (dot_p <= 0.0 or dot_k <= 0.0):
+            # the first bracket: the bisection's answer replaces best_th, so the samples after
+            # it would change nothing
+            lo_th, hi_th, r_lo = prev_th, th, r_p
             found = True
+            break
         prev_th, ln_p, r_p, dot_p = th, ln_k, r_k, dot_k
     th = best_th
     if found:
-        ln_lo, r_lo, _ = _sliding(G, v0, tn, mu, lo_th)
         for _ in range(60):
             mid = 0.5 * (lo_th + hi_th)
-            ln_m, r_m, _ = _sliding(G, v0, tn, mu, mid)
+            ln_m, r_m, _, _, _ = _sliding(G, v0, tn, mu, mid)
             if (r_m <= 0.0) == (r_lo <= 0.0):
+                if mid == lo_th:  # nothing moved (r_lo is the residual at lo_th): every
+                    break  # further halving would give this same (lo_th, hi_th)
                 lo_th, r_lo = mid, r_m
             else:
+                if mid == hi_th:
+                    break
                 hi_th = mid
         th = 0.5 * (lo_th + hi_th)
-    ln, _, _ = _sliding(G, v0, tn, mu, th)
+    ln, _, _, c, s = _sliding(G, v0, tn, mu, th)
     ln = max(ln, 0.0)
-    lam_out[0] = ln * mu * math.cos(th)
-    lam_out[1] = ln * mu * math.sin(th)
+    lam_out[0] = ln * mu * c
+    lam_out[1] = ln * mu * s
     lam_out[2] = ln
 
 
