@@ -842,17 +842,19 @@ class ArticulatedSystem:
 
     def end_step(self, dt: float, pd_error: np.ndarray, q_next: np.ndarray, u_next: np.ndarray,
                  table: dict, act_state, point_loads: list, iterations: int, in_contact: bool,
-                 start_pin, next_pin=None) -> None:
+                 start_pin, next_pin=None, pin_acceleration=None) -> None:
         """The step's results become the state: q_{t+1}, u_{t+1}, the torque table, the actuator
         states, the joint wrenches (inverse dynamics, from Pinocchio's inputs at the step's
         start `start_pin`, with the contact forces `point_loads`), the PD error of the step's
         start, had_contact. `next_pin`: pinocchio_inputs() at (q_{t+1}, u_{t+1}) when the step
-        made them (with the bits pinocchio_inputs would give), else None."""
+        made them (with the bits pinocchio_inputs would give), else None; `pin_acceleration`:
+        Pinocchio's acceleration of the step for inverse dynamics, when the step made it (see
+        InverseDynamics.after_step)."""
         self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.after_step(u_next, dt,
                                                         self.pending_loads + point_loads,
-                                                        start_pin)
+                                                        start_pin, pin_acceleration)
         self.torque = table
         self.actuator_state = act_state
         self.pd_error = pd_error

@@ -393,18 +393,20 @@ class InverseDynamics:
             a_pin = conv.pin_acceleration(R, a, u_pin)  # d/dt (T^T u)
         return self._at(q_pin, u_pin, a_pin, loads)
 
-    def after_step(self, u_next, dt: float, loads, pin_state) -> JointWrenches:
+    def after_step(self, u_next, dt: float, loads, pin_state, a_pin=None) -> JointWrenches:
         """compute(q, u, (u_next - u) / dt, loads, pin_state) of the step that starts at the
         system's state (q, u), with Pinocchio's inputs there `pin_state` (q_pin, u_pin, R): the
         acceleration and Pinocchio's (Conventions.pin_acceleration) in one compiled call, into
-        scratch (rnea copies it), the same operations in the same order."""
+        scratch (rnea copies it), the same operations in the same order; `a_pin`: that
+        acceleration when the step's compiled call made it (step/quick.py)."""
         s = self.system
-        conv = s.conv
         q_pin, u_pin, R = pin_state
-        a_pin = self._a_pin
-        _step_pin_acceleration(u_next, s.u, float(dt), conv.identity, conv.block_u,
-                               conv.no_blocks if R is None else R, u_pin, conv.floating_u,
-                               self._acc, self._rotated, a_pin)
+        if a_pin is None:
+            conv = s.conv
+            a_pin = self._a_pin
+            _step_pin_acceleration(u_next, s.u, float(dt), conv.identity, conv.block_u,
+                                   conv.no_blocks if R is None else R, u_pin, conv.floating_u,
+                                   self._acc, self._rotated, a_pin)
         return self._at(q_pin, u_pin, a_pin, loads)
 
     def _at(self, q_pin, u_pin, a_pin, loads) -> JointWrenches:

@@ -42,7 +42,7 @@ import pinocchio as pin
 
 from raisimcli.jit import kernel
 from raisimcli.physics.collision import _near_ground
-from raisimcli.physics.conventions import _pin_inputs
+from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
 from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
     ContactSet
 from raisimcli.physics.step.actuators import ActuatorState
@@ -70,8 +70,8 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
     pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F, _near_ground's) and
-    row `row` of `bounds`. `flags`: a bit each for PD mode, springs, the motor regions enforced
-    and loads (their J^T F written into the stage's tau_ext). The robot's constant arrays come
+    row `row` of `bounds`. `flags`: a bit each for PD mode, springs, the motor regions enforced,
+    loads (their J^T F written into the stage's tau_ext) and inverse dynamics. The robot's constant arrays come
     packed (QuickScratch): QI is BI (its header, _stage's I, the integration's integ_at and
     integ) then the integer scratch WI; QF is BF (_stage's C, each joint's friction bound per
     second, the ground's contact frame, the back-EMF damping) then the float scratch W. The
@@ -151,7 +151,8 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
             u_next[i] = u_star[i]
         _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
                  k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
-        _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:])
+        _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:], flags >> 4 & 1, u,
+                     dt, R, u_pin, stage_I, FI)
         OI[4] = DONE
         return
     codes = OI[_HEAD:_HEAD + m]
@@ -277,18 +278,27 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
         k += 1
     if nc:
         mask |= 4 if nonzero[k] else 0
-    _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:])
+    _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:], flags >> 4 & 1, u, dt,
+                 R, u_pin, stage_I, FI)
     OI[0], OI[1], OI[2], OI[3], OI[4] = nc, m, sweeps, mask, DONE
 
 
 @kernel
-def _next_inputs(q, u, q_to_pin, bq, bu, out):
-    """Pinocchio's inputs at the step's result (q, u), as ArticulatedSystem.pinocchio_inputs
-    makes them (Conventions.pin_inputs), into `out`: q_pin (nq), u_pin (nv), then the rotation
-    blocks of T (9 each, none when T = I)."""
-    nq, n, k = q.shape[0], u.shape[0], bq.shape[0]
-    _pin_inputs(q, u.reshape((n, 1)), q_to_pin, bq, bu, out[0:nq],
+def _next_inputs(q_next, u_next, q_to_pin, bq, bu, out, inverse_dynamics, u, dt, R, u_pin,
+                 stage_I, scratch):
+    """Pinocchio's inputs at the step's result (q_next, u_next), as
+    ArticulatedSystem.pinocchio_inputs makes them (Conventions.pin_inputs), into `out`: q_pin
+    (nq), u_pin (nv), the rotation blocks of T (9 each, none when T = I); then, for
+    `inverse_dynamics`, Pinocchio's acceleration of the step from u (its inputs R, u_pin)
+    as InverseDynamics.after_step makes it (_step_pin_acceleration). `scratch`: 2 nv floats."""
+    nq, n, k = q_next.shape[0], u_next.shape[0], bq.shape[0]
+    _pin_inputs(q_next, u_next.reshape((n, 1)), q_to_pin, bq, bu, out[0:nq],
                 out[nq + n:nq + n + 9 * k].reshape((k, 3, 3)), out[nq:nq + n].reshape((n, 1)))
+    if inverse_dynamics:
+        a = nq + n + 9 * k
+        _step_pin_acceleration(u_next, u, dt, stage_I[0] != 0, bu, R, u_pin,
+                               stage_I[stage_I[7]:stage_I[8]], scratch[0:n].reshape((n, 1)),
+                               scratch[n:2 * n].reshape((n, 1)), out[a:a + n])
 
 
 class QuickScratch:
@@ -337,14 +347,15 @@ class QuickScratch:
         self.tau_ext = self.QF[a:a + nv]  # (J^T F of the loads, in _stage's scratch)
         # the results: OF is q_next, u_next, q_err, the table, the actuators' block, the
         # impulses, the contacts' arrays, Pinocchio's inputs at (q_next, u_next) (q_pin, u_pin,
-        # the rotation blocks of T); OI the header, the codes, the contacts' bodies, shapes
+        # the rotation blocks of T), Pinocchio's acceleration of the step (written for inverse
+        # dynamics); OI the header, the codes, the contacts' bodies, shapes
         self.at_table = nq + 2 * nv
         self.at_act = self.at_table + _TABLE_ROWS * nv
         self.at_lam = self.at_act + 5 * n_act + nv
         self.at_contacts = self.at_lam + mmax
         self.at_pin = self.at_contacts + 28 * emax
         self.n_blocks = 0 if conv.identity else conv.block_q.size
-        self.n_of = self.at_pin + nq + nv + 9 * self.n_blocks
+        self.n_of = self.at_pin + nq + nv + 9 * self.n_blocks + nv
         self.n_oi = _HEAD + mmax + 2 * emax
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
         self.none_acting = tr.none_acting
@@ -556,7 +567,8 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     loads = bool(s.pending_loads)
     if loads:  # J^T F of the loads set for this step
         qs.tau_ext[:] = s.external_generalized_force()
-    flags = pd | (bool(s.springs) << 1) | (bool(s.motor_region_enforced) << 2) | (loads << 3)
+    flags = pd | (bool(s.springs) << 1) | (bool(s.motor_region_enforced) << 2) | (loads << 3) | \
+        (bool(s.compute_inverse_dynamics) << 4)
     scheme = s.scheme
     if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
         scheme = "SEMI_IMPLICIT"
@@ -600,10 +612,12 @@ def _commit(dt, s, qs, OF, OI, rs):
         if nc:
             point_loads.append(contacts.loads_on(s, dt))
     p, k = qs.at_pin, qs.n_blocks
+    a = p + nq + nv + 9 * k
     s.end_step(dt, OF[nq + nv:nq + 2 * nv], OF[0:nq], OF[nq:nq + nv], torque, act_state,
                point_loads, sweeps, nc > 0, start_pin,
                (OF[p:p + nq], OF[p + nq:p + nq + nv],
-                OF[p + nq + nv:p + nq + nv + 9 * k].reshape(k, 3, 3) if k else None))
+                OF[p + nq + nv:a].reshape(k, 3, 3) if k else None),
+               OF[a:a + nv] if start_pin is not None else None)
     return contacts, CodedWarmStart(qs, OI[_HEAD:_HEAD + m], OF[qs.at_lam:qs.at_lam + m])
 
 
