@@ -71,11 +71,12 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
     pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F, _near_ground's) and
     row `row` of `bounds`. `flags`: a bit each for PD mode, springs, the motor regions enforced,
-    loads (their J^T F written into the stage's tau_ext) and inverse dynamics. The robot's constant arrays come
-    packed (QuickScratch): QI is BI (its header, _stage's I, the integration's integ_at and
-    integ) then the integer scratch WI; QF is BF (_stage's C, each joint's friction bound per
-    second, the ground's contact frame, the back-EMF damping) then the float scratch W. The
-    last step's row codes and impulses are the warm start. Writes OF and OI (the layouts in
+    loads (their J^T F written into the stage's tau_ext) and inverse dynamics. The robot's
+    constant arrays come packed (QuickScratch): QI is BI (its header, _stage's I, the
+    integration's integ_at and integ, Pinocchio's q_to_pin, the conventions' block_q) then the
+    integer scratch WI; QF is BF (_stage's C, each joint's friction bound per second, the
+    ground's contact frame, the back-EMF damping) then the float scratch W. The last step's row
+    codes and impulses are the warm start. Writes OF and OI (the layouts in
     QuickScratch); OI[4] says whether the step was taken (DONE) or why not."""
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
