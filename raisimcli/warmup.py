@@ -4,11 +4,11 @@ The step's loops are compiled by numba the first time they run and kept in its o
 (raisimcli/jit.py). In a fresh environment that first run of `raisimcli run` spends about 20 s
 compiling, one loop after the other, in one process; most of it is the one compiled call of the
 quick step (physics/step/quick.py), which compiles the functions it calls first. When the machine
-has a second CPU, `start()` (called by the command `raisimcli run`, not by a CliRunner or other
-caller of the command in its own process) starts one helper process that compiles
-some of those functions into the same cache meanwhile: those the run needs last (the impulse step,
-the inverse dynamics' pass), so that the run finds them in the cache when it gets to them instead
-of compiling them itself. The run's own results do not change: it loads the machine code that it
+has a second CPU, `start()` (called by the command `raisimcli run`, not by a CliRunner or another
+caller of the command in its own process) starts one helper process that compiles some of those
+functions into the same cache meanwhile: those the run needs last (the impulse step, the inverse
+dynamics' pass), so that the run finds them in the cache when it gets to them instead of
+compiling them itself. The run's own results do not change: it loads the machine code that it
 would have compiled, from the same source, at the same optimisation level.
 
 The functions and their argument types are listed in `warmup.manifest` beside this file (a list
@@ -76,7 +76,7 @@ def _function(name: str):
 
 def cached(name: str, args: tuple) -> bool:
     """Whether numba's cache holds the compiled function `name` for these argument types (its
-    index file, as numba would look it up; False when that cannot be told)."""
+    index file, as numba would look it up; True when that cannot be told: then no helper)."""
     try:
         dispatcher = _function(name)
         cache = dispatcher._cache
@@ -178,6 +178,8 @@ def plan(compiled: list) -> list:
             if depth == 0 and HELPER_START + seconds <= begin]
     jobs = [job for job in jobs  # (not those a candidate compiles: it takes their time)
             if not any(b0 < job[0] < b1 for b0, b1 in tops)]
+    if len(jobs) > 16:  # (2^16 sets at most: the longest compiles, which can save the most)
+        jobs = sorted(sorted(jobs, key=lambda job: -job[1])[:16])
     best, most = [], 0.0
     for mask in range(1, 1 << len(jobs)):
         chosen = [job for k, job in enumerate(jobs) if mask >> k & 1]
@@ -194,6 +196,7 @@ def plan(compiled: list) -> list:
 
 
 def write(path: str = MANIFEST, scenario: str = SCENARIO) -> list:
+    """The manifest from a recorded first run of `scenario` (record, then plan)."""
     import numba
     entries = plan(record(scenario))
     with open(path, "w", encoding="utf-8") as f:
