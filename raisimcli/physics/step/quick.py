@@ -152,8 +152,9 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
             u_next[i] = u_star[i]
         _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
                  k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
-        _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:], flags >> 4 & 1, u,
-                     dt, R, u_pin, stage_I, FI)
+        if bq.shape[0] or flags >> 4 & 1:
+            _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:], flags >> 4 & 1,
+                         u, dt, R, u_pin, stage_I, FI)
         OI[4] = DONE
         return
     codes = OI[_HEAD:_HEAD + m]
@@ -279,8 +280,9 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
         k += 1
     if nc:
         mask |= 4 if nonzero[k] else 0
-    _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:], flags >> 4 & 1, u, dt,
-                 R, u_pin, stage_I, FI)
+    if bq.shape[0] or flags >> 4 & 1:
+        _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:], flags >> 4 & 1, u,
+                     dt, R, u_pin, stage_I, FI)
     OI[0], OI[1], OI[2], OI[3], OI[4] = nc, m, sweeps, mask, DONE
 
 
@@ -293,8 +295,9 @@ def _next_inputs(q_next, u_next, q_to_pin, bq, bu, out, inverse_dynamics, u, dt,
     `inverse_dynamics`, Pinocchio's acceleration of the step from u (its inputs R, u_pin)
     as InverseDynamics.after_step makes it (_step_pin_acceleration). `scratch`: 2 nv floats."""
     nq, n, k = q_next.shape[0], u_next.shape[0], bq.shape[0]
-    _pin_inputs(q_next, u_next.reshape((n, 1)), q_to_pin, bq, bu, out[0:nq],
-                out[nq + n:nq + n + 9 * k].reshape((k, 3, 3)), out[nq:nq + n].reshape((n, 1)))
+    if k:  # (T = I: pinocchio_inputs makes them as cheaply from Python, without this call's views)
+        _pin_inputs(q_next, u_next.reshape((n, 1)), q_to_pin, bq, bu, out[0:nq],
+                    out[nq + n:nq + n + 9 * k].reshape((k, 3, 3)), out[nq:nq + n].reshape((n, 1)))
     if inverse_dynamics:
         a = nq + n + 9 * k
         _step_pin_acceleration(u_next, u, dt, stage_I[0] != 0, bu, R, u_pin,
@@ -616,9 +619,8 @@ def _commit(dt, s, qs, OF, OI, rs):
     a = p + nq + nv + 9 * k
     s.end_step(dt, OF[nq + nv:nq + 2 * nv], OF[0:nq], OF[nq:nq + nv], torque, act_state,
                point_loads, sweeps, nc > 0, start_pin,
-               (OF[p:p + nq], OF[p + nq:p + nq + nv],
-                OF[p + nq + nv:a].reshape(k, 3, 3) if k else None),
-               OF[a:a + nv] if start_pin is not None else None)
+               (OF[p:p + nq], OF[p + nq:p + nq + nv], OF[p + nq + nv:a].reshape(k, 3, 3))
+               if k else None, OF[a:a + nv] if start_pin is not None else None)
     return contacts, CodedWarmStart(qs, OI[_HEAD:_HEAD + m], OF[qs.at_lam:qs.at_lam + m])
 
 
