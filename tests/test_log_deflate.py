@@ -195,3 +195,24 @@ def test_no_helper_without_a_python_to_run_it(tmp_path, monkeypatch):
     _rows(w, state, 0, 20)
     w.close("complete")
     _check(path, 20)
+
+
+def test_closing_does_not_wait_for_an_idle_helper_and_collects_it_later():
+    """Without jobs out, close() lets the helper exit on its own (its input closed) and keeps
+    it to be collected; the next helper, or the interpreter's exit, collects it. With a job out,
+    close() waits for the helper to finish it."""
+    from raisimcli.log import deflate as d
+    a = np.arange(4096, dtype=np.float64)
+    idle = DeflateHelper(a.nbytes, chunk_bound(a.nbytes))
+    idle.submit([a], 4)
+    idle.result(4)
+    idle.close()
+    assert idle._proc in d._EXITING and idle._proc.stdin.closed
+    idle._proc.wait(10)  # (it ends by itself)
+    busy = DeflateHelper(a.nbytes, chunk_bound(a.nbytes))  # (collects the one that exited)
+    assert idle._proc not in d._EXITING
+    busy.submit([a], 4)
+    busy.close()
+    assert busy._proc.poll() is not None and busy._proc not in d._EXITING
+    d._reap(wait=True)
+    assert not d._EXITING

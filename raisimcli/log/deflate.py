@@ -23,6 +23,7 @@ n), then n times (input offset, length, element size); the helper answers (slot,
 
 from __future__ import annotations
 
+import atexit
 import collections
 import mmap
 import os
@@ -113,6 +114,27 @@ def _serve(fd: int, size: int) -> None:
             reply = reply[os.write(1, reply):]
 
 
+_EXITING: list = []  # helpers told to stop (their input closed), not yet waited for
+
+
+def _wait(proc: subprocess.Popen) -> None:
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _reap(wait: bool = False) -> None:
+    """Collect the helpers that have exited since they were told to stop (all of them, waiting
+    for each, with `wait`: at the interpreter's exit)."""
+    for proc in list(_EXITING):
+        if wait:
+            _wait(proc)
+        if proc.poll() is not None:
+            _EXITING.remove(proc)
+
+
 class DeflateHelper:
     """A helper process that deflates chunks while the run goes on (see the module).
 
@@ -124,6 +146,7 @@ class DeflateHelper:
         if not sys.executable or getattr(sys, "frozen", False):
             # an embedded interpreter, or a frozen application whose executable is not Python
             raise OSError("no Python executable to run the deflate helper")
+        _reap()
         self.slot_in, self.slot_out = input_bytes, output_bytes
         size = slots * (input_bytes + output_bytes)
         if hasattr(os, "memfd_create"):
@@ -202,22 +225,25 @@ class DeflateHelper:
         return out
 
     def close(self) -> None:
-        """Stop the helper (after the jobs out) and release the map."""
+        """Stop the helper (after the jobs out) and release the map. Without jobs out, the
+        helper exits on its own once it reads the end of its input, and is not waited for here
+        (a run's log would wait some 4-8 ms for it): _reap collects it later."""
         if self._proc.stdin is not None:
             try:
                 self._proc.stdin.close()
             except OSError:
                 pass
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        if self._out:
+            _wait(self._proc)
+        else:
+            _EXITING.append(self._proc)
         self._proc.stdout.close()
         self._view.release()
         self._map.close()
         self.alive = False
 
+
+atexit.register(_reap, True)
 
 if __name__ == "__main__":
     try:
