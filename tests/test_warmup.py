@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 
+import pytest
 from numba import types
 
 from raisimcli import warmup
@@ -39,6 +40,7 @@ def test_the_manifest_names_compiled_functions_of_this_numba():
 
 def _in_fresh_cache(tmp_path, code: str) -> str:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    env.pop("RAISIMCLI_WARM_UP", None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -57,6 +59,15 @@ def test_the_helper_fills_numbas_cache(tmp_path):
     assert _in_fresh_cache(tmp_path, check + "print(warmup.cached(*e[0]))").strip() == "False"
     _in_fresh_cache(tmp_path, check + "warmup.compile_all(e)")
     assert _in_fresh_cache(tmp_path, check + "print(warmup.cached(*e[0]))").strip() == "True"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the helper needs a second CPU")
+def test_start_starts_the_helper_in_a_fresh_cache(tmp_path):
+    """In a fresh cache (and a second CPU), start() starts the helper process; stop() ends it."""
+    out = _in_fresh_cache(tmp_path, "from raisimcli import warmup; started = warmup.start(); "
+                                    "p = warmup._helper; warmup.stop(); "
+                                    "print(started, p is not None and p.poll() is not None)")
+    assert out.split() == ["True", "True"]
 
 
 def test_start_does_nothing_when_disabled_or_cached(monkeypatch):
