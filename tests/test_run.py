@@ -1,6 +1,7 @@
 """`raisimcli run`: the log's layout read with plain h5py, determinism, interruption, divergence,
 custom controllers against the built-in PD (the spec's implicit terms), and the reader API."""
 
+import json
 import os
 import shutil
 import signal
@@ -490,3 +491,59 @@ def test_the_run_s_commands_are_the_setters_applied_at_every_step():
         for name in ("q_ref", "u_ref", "tau_ff", "tau_a", "q", "u"):
             assert getattr(s1, name).tobytes() == getattr(s2, name).tobytes(), (k, name)
     assert s1.tau_a.any() and s1.tau_ff.any()  # (the step and the ramp acted)
+
+
+CYCLE_CONTROLLER = '''
+import os
+
+
+class Holder:
+    """A file held in a reference cycle: only Python's collector at exit closes (and flushes) it."""
+
+    def __init__(self, path):
+        self.f = open(path, "w")
+        self.me = self
+
+
+HOLDER = Holder(os.path.join(os.path.dirname(os.path.abspath(__file__)), "seen.txt"))
+
+
+def control(t, robot):
+    HOLDER.f.write(f"{t:.3f}\\n")
+'''
+
+
+def test_a_controller_s_unclosed_file_is_flushed_at_the_command_s_exit(tmp_path):
+    """`raisimcli run` skips the exit's last collections for a run of our code alone (the quick
+    exit of raisimcli/cli/entry.py); a controller's file that only they would close must still
+    be written whole (here 50 lines, less than one buffer: nothing reaches the file before)."""
+    (tmp_path / "ctrl.py").write_text(CYCLE_CONTROLLER)
+    (tmp_path / "s.toml").write_text(
+        f'schema_version = 1\n[world]\ndt = 0.001\nduration = 0.05\n[[robot]]\n'
+        f'urdf = "{os.path.join(ROBOTS, "arm7.urdf")}"\ncontroller = "ctrl.py:control"\n')
+    p = _spawn(["run", "s.toml", "-q", "-o", "s.h5"], tmp_path)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err.decode()
+    lines = (tmp_path / "seen.txt").read_text().splitlines()
+    assert len(lines) == 50 and lines[-1] == "0.049"
+
+
+def test_the_quick_exit_keeps_the_command_s_output_and_exit_code(tmp_path):
+    """The commands that end with the quick exit: their output, files and exit codes are those
+    of a normal exit (run, inspect, and compare of two files that differ: exit 1)."""
+    p = _spawn(["run", os.path.join(SCENARIOS, "quadruped_pd.toml"), "--duration", "0.05", "--json",
+                "-o", "a.h5"], tmp_path)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err.decode()
+    assert json.loads(out)["steps"] == 50
+    p = _spawn(["run", os.path.join(SCENARIOS, "quadruped_pd.toml"), "--duration", "0.06", "-q",
+                "-o", "b.h5"], tmp_path)
+    assert p.wait(timeout=300) == 0
+    with h5py.File(tmp_path / "a.h5") as f:
+        assert f.attrs["status"] == "complete" and f.attrs["rows"] == 50
+    p = _spawn(["compare", "a.h5", "b.h5"], tmp_path)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 1 and out.strip(), err.decode()
+    p = _spawn(["inspect", os.path.join(ROBOTS, "arm7.urdf"), "--json"], tmp_path)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0 and json.loads(out), err.decode()

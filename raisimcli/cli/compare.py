@@ -97,6 +97,8 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
                                     update, quiet, jobs, scheduler)
         if jobs is not None or scheduler is not None:
             raise UsageError("--jobs and --scheduler are for comparing two folders")
+        from raisimcli.cli import entry
+        entry.QUICK_EXIT = True  # two files, in this process (entry's docstring)
         if junit_xml:  # every argument is checked before the comparison
             check_writable(junit_xml, "--junit-xml")
         if html_path:

@@ -149,9 +149,11 @@ def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple
     """Show what the simulator makes of a URDF: tree, joints, limits, dynamics, actuators, loop
     constraints, coordinate layout, masses and the problems found. The report goes to stdout,
     warnings and errors to stderr."""
+    from raisimcli.cli import entry
     from raisimcli.cli.main import report_errors, stderr, stdout
     from raisimcli.errors import ModelError
     from raisimcli.model import load_urdf  # heavy: load on use
+    entry.QUICK_EXIT = True  # (no user code runs here: entry's docstring)
     from raisimcli.model.summary import summarize
     from raisimcli.physics.collision import check_geometry
 

@@ -85,6 +85,8 @@ def run_command(scenarios, output, duration, overrides, strict, max_joints, igno
                             **({"max_joints": max_joints} if max_joints else {}))
         if no_clobber and os.path.exists(scn.log_path):
             raise UsageError(f"--no-clobber: the log {scn.log_path} exists already")
+        from raisimcli.cli import entry
+        entry.QUICK_EXIT = all(r.controller is None for r in scn.robots)  # (entry's docstring)
         if verbose and not as_json:
             for f in scn.inputs:
                 stderr.print(f"reads: {escape(f)}")
