@@ -256,17 +256,89 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
         assert len(apart) == 400 and all(apart) and len(wa.contacts) == 8
 
 
-def test_the_whole_step_is_not_taken_where_it_does_not_apply(monkeypatch):
+def _controller(w, k):
+    """A controller between integrate1 and integrate2: it reads the step's M, h and contacts
+    and sets torques, now and then gains and loads; returns what it read."""
+    seen = []
+    for r in w.systems:
+        if k % 3 == 1:  # Coriolis alone first: Pinocchio's gravity set to another
+            seen.append(r.get_nonlinearities(gravity=(0.0, 0.0, 0.0)).tobytes())
+        M, h = r.get_mass_matrix(), r.get_nonlinearities()
+        seen += [M.tobytes(), h.tobytes()]
+        r.set_generalized_force(0.01 * h + 0.001 * M.sum(axis=1))
+        if k % 40 == 20:
+            r.set_pd_gains(np.full(r.nv, 100.0 + k), np.full(r.nv, 5.0))
+        if k % 30 < 5:
+            r.set_external_force(r.model.links[-1].name, [0.0, 2.0, 1.0])
+    seen.append(sorted(c.key for c in w.get_contacts()))
+    return seen
+
+
+@pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid", "arm",
+                                  "arm_torque_mode", "spring", "box_tilted", "three_apart",
+                                  "one_onto_another", "fourbar", "box_on_incline",
+                                  "self_collision", "drop_rk4", "arm_rk4", "spherical"])
+def test_integrate2_after_integrate1_is_the_general_path(case, monkeypatch):
+    """World.integrate2 after integrate1, a controller between them (step/lean.py's whole step
+    when nothing but commands changed), against the general path: the same bits, step by
+    step, and the controller reads the same M, h and contacts."""
+    taken = []
+    real = lean.step
+    monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
+    worlds = []
+    for use in (True, False):
+        w = World(0.001)
+        w.lean = use
+        worlds.append((w, _setup(case, w)))
+    (wa, _), (wb, _) = worlds
+    for k in range(250):
+        seen = []
+        for w, _ in worlds:
+            _before_step(case, k, w)
+            w.integrate1()
+            seen.append(_controller(w, k))
+            w.integrate2()
+        assert seen[0] == seen[1]
+        _same(*worlds)
+        if k == 120:  # a restored state continues the same
+            for w, _ in worlds:
+                w.set_state(w.get_state())
+    assert len(taken) == 250
+
+
+def test_integrate2_takes_the_general_path_after_a_change_since_integrate1(monkeypatch):
+    """Commands set between integrate1 and integrate2 keep the whole step; a state set, a time
+    step, gravity or a contact set-up changed since integrate1 send integrate2 to the general
+    path (whose contacts are integrate1's)."""
     taken = []
     real = lean.step
     monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
     w = World(0.001)
-    _arm(w)
+    r = _arm(w)
     w.integrate()
     assert len(taken) == 1
-    w.integrate1()  # integrate1 then integrate2 from the user: the general path
+    w.integrate1()
+    r.set_generalized_force(np.full(r.nv, 0.1))
+    r.set_pd_target(r.get_generalized_coordinate(), np.zeros(r.nv))
     w.integrate2()
-    assert len(taken) == 1
+    assert len(taken) == 2
+    changes = [lambda: r.set_state(r.get_generalized_coordinate(), r.get_generalized_velocity()),
+               lambda: w.set_time_step(0.002),
+               lambda: w.set_gravity([0.0, 0.0, -9.0]),
+               lambda: w.add_ground(-1.0),
+               lambda: w.add_box("b", [0.1, 0.1, 0.1], position=[3.0, 0.0, 0.0]),
+               lambda: w.set_material_pair("default", "steel", 0.5),
+               lambda: w.set_default_material(0.7),
+               lambda: w.configure_contacts(r, materials={"*": "steel"})]
+    for change in changes:
+        w.integrate1()
+        change()
+        w.integrate2()
+        assert len(taken) == 2
+        assert not r.integrate1_pending
+    w.integrate1()
+    w.integrate2()
+    assert len(taken) == 3
 
 
 def test_a_mass_matrix_that_is_not_positive_definite_raises_the_same_error(tmp_path):
@@ -288,22 +360,29 @@ def test_a_mass_matrix_that_is_not_positive_definite_raises_the_same_error(tmp_p
 @pytest.mark.parametrize("name", ["quadruped_pd", "quadruped_drop", "arm7_pd", "spring_joint",
                                   "pendulum", "block_slide", "fourbar", "gripper",
                                   "fivebar_leg", "parallelogram", "box_incline",
-                                  "double_pendulum", "spherical_chain"])
+                                  "double_pendulum", "spherical_chain", "arm7_gravity_comp"])
 def test_a_scenario_logs_the_same_bits_on_either_path(tmp_path, monkeypatch, name):
+    """(arm7_gravity_comp: a controller between integrate1 and integrate2, whose integrate2
+    takes the whole step of step/lean.py)"""
     scenario = os.path.join(SCENARIOS, f"{name}.toml")
     taken = []
     real = lean.step
     monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
     logs = []
     for use in (True, False):
-        if not use:
-            monkeypatch.setattr(lean, "applies", lambda world: False)
+        if not use:  # every world of the run without step/lean.py: the general path
+            real_init = World.__init__
+            monkeypatch.setattr(World, "__init__", lambda self, *a, **k: (
+                real_init(self, *a, **k), setattr(self, "lean", False))[0])
         out = tmp_path / f"{use}.h5"
         duration = "1.2" if name == "arm7_pd" else "0.3"  # (arm7_pd: its push at 1.0-1.1 s)
         r = CliRunner().invoke(cli, ["run", scenario, "-q", "--duration", duration, "-o",
                                      str(out)])
         assert r.exit_code == 0, r.output
         logs.append(str(out))
-    assert len(taken) >= 300  # (the lean run's steps)
+        if use:
+            lean_steps = len(taken)
+    assert lean_steps >= 300 and len(taken) == lean_steps  # (every step of the lean run's, and
+    # none of the general run's)
     r = CliRunner().invoke(cli, ["compare", *logs, "--rtol", "0", "--atol", "0"])
     assert r.exit_code == 0, r.output

@@ -474,6 +474,15 @@ class ArticulatedSystem:
         computed it at the current state, else None (read it, never write it)."""
         return self._cache.get("M_pin")
 
+    def cached_pinocchio_nonlinearities(self) -> np.ndarray | None:
+        """Pinocchio's h (nv,) at the current state and the system's gravity when
+        get_nonlinearities has computed it (integrate1 does), else None (read it, never write
+        it)."""
+        entry = self._cache.get("h_pin")
+        if entry is not None and entry[0] == self._gravity.tobytes():
+            return entry[1]
+        return None
+
     def get_mass_matrix(self) -> np.ndarray:
         """M (nv, nv), rotor inertia included on its diagonal."""
         if "M" not in self._cache:
@@ -492,6 +501,8 @@ class ArticulatedSystem:
             q_pin, u_pin, R = self.pinocchio_inputs()
             self.sync_gravity(g)
             h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
+            if key[1] == self._gravity.tobytes():  # (the step's, reused by its Pinocchio pass)
+                self._cache["h_pin"] = (key[1], h_pin.copy())
             if R is None:
                 h = h_pin.copy()
             else:
@@ -776,6 +787,18 @@ class ArticulatedSystem:
     def integrate1_pending(self) -> bool:
         """Whether integrate1 ran at the current state and integrate2 has not yet."""
         return self._stage is not None
+
+    @property
+    def integrate1_mark(self) -> tuple:
+        """(the system, integrate1's time step and state, the current state's version):
+        World.integrate2 compares it with the one integrate1 left, to know that the state has
+        not been set since (commands, gains and loads may have been)."""
+        return id(self), self._stage, self._state_version
+
+    def end_integrate1(self) -> None:
+        """Forget that integrate1 ran (its M and h stay cached for the state): the step is
+        taken by World.integrate2's whole step (step/lean.py), which makes its own stages."""
+        self._stage = None
 
     @property
     def has_constraints(self) -> bool:

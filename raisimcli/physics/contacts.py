@@ -433,6 +433,7 @@ class ContactWorld:
         self._result = coal.CollisionResult()  # one result, cleared before each query
         self._broad = None  # see _broad_phase_entries
         self._pairs_version = 0  # set_material_pair's changes, for _ground_params
+        self._robots_version = 0  # add_robot's and remove_robot's changes, for structure()
         # id(RobotShapes) -> (it, its shapes, meta, keys): _spheres_on_ground's last lists
         self._last_spheres = {}
 
@@ -467,9 +468,18 @@ class ContactWorld:
             if j.parent is not None and j.parent in links:
                 excluded.add(frozenset((links[j.parent].body, links[j.child].body)))
         self.robots.append(RobotShapes(system, shapes, self_collision, excluded))
+        self._robots_version += 1
 
     def remove_robot(self, system) -> None:
         self.robots = [r for r in self.robots if r.system is not system]
+        self._robots_version += 1
+
+    def structure(self) -> tuple:
+        """What detection depends on besides the robots' states: the ground, the static boxes,
+        the robots' shapes (added, removed, configured again), the materials, the margin and the
+        contact parameters (World.integrate2 compares it with integrate1's)."""
+        return (self.ground_height, self.ground_material, len(self.static), self._robots_version,
+                self._pairs_version, id(self.default_pair), self.margin, self.erp, self.slop)
 
     @property
     def active(self) -> bool:

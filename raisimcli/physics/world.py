@@ -28,6 +28,7 @@ class World:
         self._warm_start: Mapping = {}  # the last step's impulses by row key (WarmStart)
         self.lean = True  # whether integrate() may take step.lean's path (tests compare both)
         self.quick = True  # whether step.lean may take step.quick's (tests compare both)
+        self._integrate1_at = None  # _structure() when integrate1 ran (see integrate2)
 
     @property
     def time(self) -> float:
@@ -127,10 +128,25 @@ class World:
             s.integrate1(self.dt)
         self.contacts = self.contact_world.detect() if self.contact_world.active \
             else EMPTY_CONTACTS
+        self._integrate1_at = self._structure()
 
     def integrate2(self) -> None:
         """Integration Steps 7-12: the systems' rows and the contacts, one impulse problem per
-        island of robots in contact with each other."""
+        island of robots in contact with each other.
+
+        When nothing but the commands changed since integrate1 (a controller between them sets
+        torques, targets, gains, loads; it may read anything), the step is taken as integrate()
+        takes it (step/lean.py, from integrate1's M and h; its detection finds integrate1's
+        contacts again), with the same bits as the general path below (tests/test_lean.py); the
+        step's contacts, with their impulses, are then a new ContactSet (`contacts`). A state
+        set, a time step, gravity or a contact set-up changed since integrate1: the general
+        path."""
+        at, self._integrate1_at = self._integrate1_at, None
+        if self.lean and at is not None and at == self._structure():
+            for s in self.systems:
+                s.end_integrate1()
+            self._lean_step()
+            return
         self._warm_start = integrate2_world(self.systems, self.dt, self.contacts,
                                             self._warm_start)
         for s in self.systems:
@@ -141,10 +157,20 @@ class World:
         """One step: integrate1 then integrate2, taken with fewer calls as the same step
         (raisimcli.physics.step.lean) unless the user's integrate1 has run."""
         if self.lean and lean.applies(self):
-            self.contacts, self._warm_start = lean.step(self, self._warm_start)
-            for s in self.systems:
-                s.last_contacts = self.contacts
-            self.step_count += 1
+            self._integrate1_at = None
+            self._lean_step()
             return
         self.integrate1()
         self.integrate2()
+
+    def _lean_step(self) -> None:
+        self.contacts, self._warm_start = lean.step(self, self._warm_start)
+        for s in self.systems:
+            s.last_contacts = self.contacts
+        self.step_count += 1
+
+    def _structure(self) -> tuple:
+        """What integrate1's results depend on besides the commands: the time step, gravity,
+        each system's state and integrate1's mark, the contact world's set-up."""
+        return (self.dt, self.gravity.tobytes(), [s.integrate1_mark for s in self.systems],
+                self.contact_world.structure())
