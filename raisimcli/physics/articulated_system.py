@@ -476,8 +476,8 @@ class ArticulatedSystem:
 
     def cached_pinocchio_nonlinearities(self) -> np.ndarray | None:
         """Pinocchio's h (nv,) at the current state and the system's gravity when
-        get_nonlinearities has computed it (integrate1 does), else None (read it, never write
-        it)."""
+        get_nonlinearities has computed it (a controller between integrate1 and integrate2),
+        else None (read it, never write it)."""
         entry = self._cache.get("h_pin")
         if entry is not None and entry[0] == self._gravity.tobytes():
             return entry[1]
@@ -806,11 +806,13 @@ class ArticulatedSystem:
         return bool(self.constraints)
 
     def integrate1(self, dt: float) -> None:
-        """Integration Steps 1-6: kinematics, M, h (and, with contacts, collision detection and
-        contact Jacobians). Quantities read after it are those of the step's start; w, which
-        depends on the gains that a controller may set before integrate2, is made there."""
-        self.get_mass_matrix()  # kinematics (collision bodies, Jacobians) are computed on use
-        self.get_nonlinearities()
+        """Integration Steps 1-6: marks the step's start. Its quantities (kinematics, M, h,
+        contact Jacobians) are computed when first read, at this state, and cached for it:
+        get_mass_matrix or get_nonlinearities between integrate1 and integrate2 (a controller),
+        or integrate2 itself. They would be the same computed here (a state set in between clears
+        the cache either way), and a controller that reads none of them does not pay for them;
+        w, which depends on the gains that a controller may set before integrate2, is made
+        there."""
         self._stage = (dt, self._state_version)
 
     def integrate2(self, dt: float, contacts=()) -> None:

@@ -10,8 +10,8 @@ conventions, the PD error, the actuators, the implicit diagonal, the explicit pa
 rows' states are one compiled call (_stage).
 
 It applies (`applies`) unless World.integrate1 has run; World.integrate2 then takes it too when
-nothing but commands changed since integrate1 (a controller between them), reusing
-integrate1's M and h (ArticulatedSystem.cached_pinocchio_mass_matrix and
+nothing but commands changed since integrate1 (a controller between them), reusing the M and h
+a controller read at that state (ArticulatedSystem.cached_pinocchio_mass_matrix and
 cached_pinocchio_nonlinearities). Each robot that touches no other
 robot is stepped on its own (_alone) from the stage made here (the loads set for the step
 included): by step/alone.py's call when its contacts are all with the static world (the ground,
@@ -242,7 +242,7 @@ def _dynamics(s) -> tuple:
     if upper is None:
         upper = pin.crba(s.pinocchio.model, s.pinocchio_data, q_pin)
     s.sync_gravity(s.gravity)
-    h_pin = s.cached_pinocchio_nonlinearities()  # (integrate1's, before World.integrate2)
+    h_pin = s.cached_pinocchio_nonlinearities()  # (a controller's get_nonlinearities)
     if h_pin is None:
         h_pin = pin.nonLinearEffects(s.pinocchio.model, s.pinocchio_data, q_pin, u_pin)
     return upper, h_pin, u_pin, R

@@ -559,7 +559,7 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     if upper is None:
         upper = pin.crba(model, data, q_pin)
     s.sync_gravity(s.gravity)
-    h_pin = s.cached_pinocchio_nonlinearities()  # (integrate1's, before World.integrate2)
+    h_pin = s.cached_pinocchio_nonlinearities()  # (a controller's get_nonlinearities)
     if h_pin is None:
         h_pin = pin.nonLinearEffects(model, data, q_pin, u_pin)
     if detect:
