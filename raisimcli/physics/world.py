@@ -137,10 +137,10 @@ class World:
         When nothing but the commands changed since integrate1 (a controller between them sets
         torques, targets, gains, loads; it may read anything), the step is taken as integrate()
         takes it (step/lean.py, with the M and h read at integrate1's state; its detection finds
-        integrate1's contacts again), with the same bits as the general path below (tests/test_lean.py); the
-        step's contacts, with their impulses, are then a new ContactSet (`contacts`). A state
-        set, a time step, gravity or a contact set-up changed since integrate1: the general
-        path."""
+        integrate1's contacts again), with the same bits as the general path below
+        (tests/test_lean.py); the step's contacts, with their impulses, are then a new
+        ContactSet (`contacts`). A state set, a time step, gravity or a contact set-up changed
+        since integrate1: the general path."""
         at, self._integrate1_at = self._integrate1_at, None
         if self.lean and at is not None and at == self._structure():
             for s in self.systems:
