@@ -270,7 +270,8 @@ def _controller(w, k):
             r.set_pd_gains(np.full(r.nv, 100.0 + k), np.full(r.nv, 5.0))
         if k % 30 < 5:
             r.set_external_force(r.model.links[-1].name, [0.0, 2.0, 1.0])
-    seen.append(sorted(c.key for c in w.get_contacts()))
+    if k % 2:  # (else the routed step's own query is the only one: integrate1's never runs)
+        seen.append(sorted(c.key for c in w.get_contacts()))
     return seen
 
 
@@ -339,6 +340,36 @@ def test_integrate2_takes_the_general_path_after_a_change_since_integrate1(monke
     w.integrate1()
     w.integrate2()
     assert len(taken) == 3
+
+
+def _contact_arrays(contacts):
+    names = ("points", "frames", "distance", "params", "bodies_a")
+    return [getattr(contacts, name).tobytes() for name in names] + [list(contacts.keys)]
+
+
+def test_integrate1_s_contacts_are_those_of_its_state_when_read_later():
+    """World.integrate1's collision query runs when its contacts are first read: a state set
+    before that, or a change of the contact set-up, still gives the contacts of integrate1's
+    state and set-up (its query run at once, directly, is the reference)."""
+    w = World(0.001)
+    r = _quadruped(w, 0.45)
+    for _ in range(300):  # standing on its four feet
+        w.integrate()
+    lifted = r.get_generalized_coordinate()
+    lifted[2] += 0.3  # nothing near the ground there
+    for change in (lambda: r.set_state(lifted, r.get_generalized_velocity()),
+                   lambda: r.set_generalized_coordinate(lifted),
+                   lambda: w.add_box("far", [0.1, 0.1, 0.1], position=[5.0, 0.0, 0.0]),
+                   lambda: w.set_default_material(0.3),
+                   lambda: w.configure_contacts(r, materials={"*": "rubber"})):
+        q, u = r.get_generalized_coordinate(), r.get_generalized_velocity()
+        w.integrate1()
+        reference = _contact_arrays(w.contact_world.detect())
+        assert len(reference[-1]) == 4
+        change()
+        assert _contact_arrays(w.contacts) == reference
+        w.integrate2()  # (the general path, from those contacts)
+        r.set_state(q, u)
 
 
 def test_a_mass_matrix_that_is_not_positive_definite_raises_the_same_error(tmp_path):

@@ -8,6 +8,7 @@ in :mod:`raisimcli.physics.step`.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -794,6 +795,21 @@ class ArticulatedSystem:
         World.integrate2 compares it with the one integrate1 left, to know that the state has
         not been set since (commands, gains and loads may have been)."""
         return id(self), self._stage, self._state_version
+
+    @contextmanager
+    def coordinates(self, q: np.ndarray):
+        """Within the block the system is at the coordinates q (the same velocity and commands;
+        what is derived from the state is computed for q when read), then back at its own: for a
+        query about an earlier state (World.contacts detected at integrate1's coordinates after
+        a state was set since). `q` is not copied: do not change it inside."""
+        own = self.q
+        self.q = q
+        self._touched()
+        try:
+            yield
+        finally:
+            self.q = own
+            self._touched()
 
     def end_integrate1(self) -> None:
         """Forget that integrate1 ran (its M and h stay cached for the state): the step is

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import ExitStack
 
 import numpy as np
 
@@ -24,11 +25,43 @@ class World:
         self.systems: list[ArticulatedSystem] = []
         self.step_count = 0
         self.contact_world = ContactWorld()
-        self.contacts = EMPTY_CONTACTS  # a ContactSet: detected by integrate1, solved by integrate2
+        self._contacts = EMPTY_CONTACTS  # the step's ContactSet (the `contacts` property)
+        self._detect_at = None  # integrate1's coordinates, until its contacts are detected
         self._warm_start: Mapping = {}  # the last step's impulses by row key (WarmStart)
         self.lean = True  # whether integrate() may take step.lean's path (tests compare both)
         self.quick = True  # whether step.lean may take step.quick's (tests compare both)
         self._integrate1_at = None  # _structure() when integrate1 ran (see integrate2)
+
+    @property
+    def contacts(self):
+        """The step's ContactSet: detected at integrate1's state (when first read after it, see
+        integrate1), solved by integrate2."""
+        if self._detect_at is not None:
+            self._detect_pending()
+        return self._contacts
+
+    @contacts.setter
+    def contacts(self, contacts) -> None:
+        self._detect_at = None
+        self._contacts = contacts
+
+    def _detect_before_change(self) -> None:
+        """integrate1's pending collision query, before the set-up it depends on changes."""
+        if self._detect_at is not None:
+            self._detect_pending()
+
+    def _detect_pending(self) -> None:
+        """integrate1's collision query, at integrate1's coordinates: the systems whose state was
+        set since are put back at them for the query."""
+        at, self._detect_at = self._detect_at, None
+        moved = [(s, q) for s, q in at if s.q is not q]
+        if not moved:
+            self._contacts = self.contact_world.detect()
+            return
+        with ExitStack() as stack:
+            for s, q in moved:
+                stack.enter_context(s.coordinates(q))
+            self._contacts = self.contact_world.detect()
 
     @property
     def time(self) -> float:
@@ -50,6 +83,7 @@ class World:
     def add_articulated_system(self, model: RobotModel | str, name: str | None = None,
                                base: str | None = None) -> ArticulatedSystem:
         """Add a robot from a RobotModel or a URDF path."""
+        self._detect_before_change()
         if not isinstance(model, RobotModel):
             model = load_urdf(model, base=base)
         if not ROBOT_NAME.fullmatch(name or model.name):
@@ -66,20 +100,24 @@ class World:
     # --- the static world and contacts (docs/contacts.md) ---------------------------------------
     def add_ground(self, height: float = 0.0, material: str = "default") -> None:
         """An infinite ground plane z = height."""
+        self._detect_before_change()
         self.contact_world.set_ground(height, material)
 
     def add_box(self, name: str, size, position=(0.0, 0.0, 0.0), rpy=(0.0, 0.0, 0.0),
                 material: str = "default") -> None:
         """A static box (full side lengths `size`) at a world pose."""
+        self._detect_before_change()
         from raisimcli.physics.collision import rpy_pose
         self.contact_world.add_box(name, size, rpy_pose(position, rpy), material)
 
     def set_material_pair(self, a: str, b: str, friction: float, restitution: float = 0.0,
                           restitution_threshold: float = 0.01) -> None:
+        self._detect_before_change()
         self.contact_world.set_material_pair(a, b, friction, restitution, restitution_threshold)
 
     def set_default_material(self, friction: float, restitution: float = 0.0,
                              restitution_threshold: float = 0.01) -> None:
+        self._detect_before_change()
         from raisimcli.physics.contacts import MaterialPair
         self.contact_world.default_pair = MaterialPair(friction, restitution,
                                                        restitution_threshold)
@@ -88,6 +126,7 @@ class World:
                            self_collision: bool = False, excluded_pairs=()) -> None:
         """Materials of a robot's links (by link name, "*" for the rest), and opt-in
         self-collision between non-adjacent bodies with link-pair exclusions."""
+        self._detect_before_change()
         cw = self.contact_world
         cw.remove_robot(system)
         cw.add_robot(system, materials, self_collision, excluded_pairs)
@@ -123,12 +162,20 @@ class World:
             s.last_contacts = EMPTY_CONTACTS
 
     def integrate1(self) -> None:
-        """Integration Steps 1-6 of every system, then collision detection."""
+        """Integration Steps 1-6 of every system, then collision detection: its query runs when
+        `contacts` is first read (by the user, or by integrate2's general path), at the
+        coordinates of now. A controller that reads no contact, followed by integrate2's whole
+        step (which detects them in its own query), does not pay for it. The World's own set-up
+        changes (a ground, a box, materials, a robot's contacts, a state set) run it before they
+        change anything; a change made to `contact_world`'s attributes directly in between acts
+        on it."""
         for s in self.systems:
             s.integrate1(self.dt)
-        self.contacts = self.contact_world.detect() if self.contact_world.active \
-            else EMPTY_CONTACTS
-        self._integrate1_at = self._structure()
+        if self.contact_world.active:
+            self._contacts, self._detect_at = None, [(s, s.q) for s in self.systems]
+        else:
+            self.contacts = EMPTY_CONTACTS
+        self._integrate1_at = self._structure() if self.lean else None
 
     def integrate2(self) -> None:
         """Integration Steps 7-12: the systems' rows and the contacts, one impulse problem per
