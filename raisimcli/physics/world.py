@@ -165,10 +165,11 @@ class World:
         """Integration Steps 1-6 of every system, then collision detection: its query runs when
         `contacts` is first read (by the user, or by integrate2's general path), at the
         coordinates of now. A controller that reads no contact, followed by integrate2's whole
-        step (which detects them in its own query), does not pay for it. The World's own set-up
-        changes (a ground, a box, materials, a robot's contacts, a state set) run it before they
+        step (which detects them in its own query), does not pay for it. A system whose state
+        was set since is put back at these coordinates for the query, and the World's set-up
+        methods (a robot, a ground, a box, materials, a robot's contacts) run it before they
         change anything; a change made to `contact_world`'s attributes directly in between acts
-        on it."""
+        on it. An error of the query (two shapes with the same centre) is raised where it runs."""
         for s in self.systems:
             s.integrate1(self.dt)
         if self.contact_world.active:
