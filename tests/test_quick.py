@@ -152,3 +152,40 @@ def test_real_robots_take_the_quick_step_with_the_lean_paths_bits(path, taken, m
     assert sum(done) >= taken
     if taken < 300:
         assert not all(done)  # (mesh or box shapes near the ground: the lean path's)
+
+
+@pytest.mark.parametrize("case", ["drop", "actuators_and_limits", "arm", "three_apart"])
+def test_the_step_record_holds_what_the_getters_read(case, monkeypatch):
+    """ArticulatedSystem.step_record (what the log copies a row from): every entry of its layout
+    is, bit for bit, the value a user reads (q, u, torque[source], actuator_state's fields), at
+    every step the quick step takes; a state set since the step leaves no record."""
+    done = _taken(monkeypatch)
+    w = World(0.001)
+    _setup(case, w)
+    seen = set()
+    for k in range(300):
+        _before_step(case, k, w)
+        w.integrate()
+        for s in w.systems:
+            record = s.step_record()
+            if done[-1]:
+                assert record is not None
+            if record is None:
+                continue
+            array, layout = record
+            for key, (a, b) in layout.items():
+                kind, _, name = key.partition("/")
+                value = {"q": s.q, "u": s.u}.get(kind)
+                if kind == "torque":
+                    value = s.torque[name]
+                elif kind == "actuators":
+                    value = getattr(s.actuator_state, name)
+                assert array[a:b].tobytes() == np.asarray(value).tobytes(), (k, key)
+                seen.add(kind)
+    assert sum(done) >= 250
+    assert seen >= {"q", "u", "torque"}
+    if case == "actuators_and_limits":
+        assert "actuators" in seen
+    s = w.systems[0]
+    s.set_state(s.q, s.u)
+    assert s.step_record() is None

@@ -547,3 +547,33 @@ def test_the_quick_exit_keeps_the_command_s_output_and_exit_code(tmp_path):
     p = _spawn(["inspect", os.path.join(ROBOTS, "arm7.urdf"), "--json"], tmp_path)
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0 and json.loads(out), err.decode()
+
+
+@pytest.mark.parametrize("scenario", ["quadruped_pd.toml", "quadruped_stand.toml"])
+def test_rows_copied_from_the_step_record_are_the_getters_rows(tmp_path, scenario, monkeypatch):
+    """The writer copies q, u, the torque table and the actuators' states of a quick step from
+    its record in one operation (ArticulatedSystem.step_record); with no record it reads each
+    signal from its getter. The two logs hold the same bits in every dataset."""
+    from raisimcli.physics.articulated_system import ArticulatedSystem
+    signals = '["state", "energy", "torque", "generalized_force", "actuators", "solver"]'
+    logs = []
+    for use in (True, False):
+        if not use:
+            monkeypatch.setattr(ArticulatedSystem, "step_record", lambda self: None)
+        out = tmp_path / f"{use}.h5"
+        r = run("run", os.path.join(SCENARIOS, scenario), "-o", out, "--duration", "0.6", "--set",
+                f"log.signals={signals}", "-q")
+        assert r.exit_code == 0, r.output
+        logs.append(out)
+    with h5py.File(logs[0]) as a, h5py.File(logs[1]) as b:
+        names = []
+        a.visit(lambda n: names.append(n) if isinstance(a[n], h5py.Dataset) else None)
+        assert any(n.endswith("torque/contacts") for n in names)
+        for n in names:
+            if n.startswith("meta"):
+                continue
+            x, y = a[n][()], b[n][()]
+            if a[n].dtype.kind == "O":  # (names, texts)
+                assert np.asarray(x).tolist() == np.asarray(y).tolist(), n
+            else:
+                assert x.tobytes() == y.tobytes(), n

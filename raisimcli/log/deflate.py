@@ -177,7 +177,7 @@ class DeflateHelper:
         return len(self._out)
 
     def submit(self, chunks: list, level: int, shuffle: bool = True) -> None:
-        """Copy `chunks` (C-contiguous numpy arrays, each one whole chunk; their sizes sum to at
+        """Copy `chunks` (numpy arrays, each one whole chunk, in C order; their sizes sum to at
         most input_bytes) into a free slot and hand them to the helper, to be shuffled (by
         their element size) if `shuffle` and deflated at `level`. Call only when
         has_free_slot. A helper that is gone is noticed by result()."""
@@ -185,10 +185,14 @@ class DeflateHelper:
         base = slot * (self.slot_in + self.slot_out)
         offset, segments = base, []
         for a in chunks:
-            raw = memoryview(a).cast("B") if a.nbytes else b""  # (see deflate)
-            self._view[offset:offset + len(raw)] = raw
-            segments.append((offset, len(raw), a.itemsize if shuffle else 1))
-            offset += len(raw)
+            n = a.nbytes
+            if n and not a.flags.c_contiguous:  # (a view of columns: copied once, in C order)
+                _np.copyto(_np.frombuffer(self._view[offset:offset + n], dtype=a.dtype)
+                           .reshape(a.shape), a)
+            elif n:
+                self._view[offset:offset + n] = memoryview(a).cast("B")  # (see deflate)
+            segments.append((offset, n, a.itemsize if shuffle else 1))
+            offset += n
         self._out.append((slot, segments))
         if self.alive:
             job = _JOB.pack(slot, level, base + self.slot_in, self.slot_out, len(segments))

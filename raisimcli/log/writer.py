@@ -95,7 +95,8 @@ class Channel:
     """One logged dataset: `path` in the file, `shape` of one row (() for a scalar), `read()`
     returns the row. `dims`: the dimension-scale datasets of the row's axes (the first axis is
     always `/time`); `units`: one CF/UDUNITS string, or one per column of the first row axis;
-    `description`: prose."""
+    `description`: prose; `record`: the key of the row in its `system`'s step record
+    (ArticulatedSystem.step_record), which the writer copies from there when it can."""
 
     path: str
     shape: tuple
@@ -104,6 +105,8 @@ class Channel:
     description: str = ""
     dtype: type = np.float64
     dims: tuple = ()
+    record: str | None = None
+    system: object = None
 
     @property
     def names(self) -> str | None:
@@ -255,11 +258,11 @@ class LogWriter:
         if "state" in signals:
             ch.append(Channel(f"{p}/q", (nq,), lambda: system.q, _units_of_coordinates(m),
                               "generalized coordinates (quaternions w x y z)",
-                              dims=(coord.name,)))
+                              dims=(coord.name,), record="q", system=system))
             ch.append(Channel(f"{p}/u", (nv,), lambda: system.u,
                               _units_of_dofs(m, "m s-1", "rad s-1"),
                               "generalized velocities (world frame for a floating base)",
-                              dims=(dof.name,)))
+                              dims=(dof.name,), record="u", system=system))
         if "energy" in signals:
             ch.append(Channel(f"{p}/energy/kinetic", (), system.get_kinetic_energy, "J",
                               "1/2 u^T M u"))
@@ -270,7 +273,7 @@ class LogWriter:
                 ch.append(Channel(f"{p}/torque/{source}", (nv,),
                                   (lambda s=source: system.torque[s]), forces,
                                   f"the joint torque of the step from {source} (docs/log.md)",
-                                  dims=(dof.name,)))
+                                  dims=(dof.name,), record=f"torque/{source}", system=system))
         if "generalized_force" in signals:
             ch.append(Channel(f"{p}/generalized_force", (nv,), system.get_generalized_force,
                               forces, "get_generalized_force(): tau_cmd + tau_act",
@@ -283,7 +286,8 @@ class LogWriter:
                 ch.append(Channel(f"{p}/actuators/{field_}", (n,),
                                   (lambda fl=field_: getattr(system.actuator_state, fl)),
                                   units, f"{field_.replace('_', ' ')}, motor side",
-                                  dims=(act.name,)))
+                                  dims=(act.name,), record=f"actuators/{field_}",
+                                  system=system))
         if "inverse_dynamics" in signals:
             nj = len(m.joints)
             ch.append(Channel(f"{p}/inverse_dynamics/force_world", (nj, 3),
@@ -446,9 +450,8 @@ class LogWriter:
                 base = scale.rsplit("/", 1)[-1]
                 if base not in ds.parent:
                     ds.parent[base] = self.f[scale]
-            self._buffers.append(np.empty((self.chunk_rows,) + c.shape, dtype=c.dtype))
             self._datasets.append(ds)
-        self._reads = [c.read for c in self.channels]
+        self._plan_rows()
         self._step_indices = np.empty(self.chunk_rows, dtype=np.int64)
         if self._world is not None:
             self._create_contact_datasets()
@@ -462,6 +465,49 @@ class LogWriter:
         if self._use_helper:
             self._start_helper()
         self._last_flush = time.monotonic()
+
+    def _plan_rows(self) -> None:
+        """Where each channel's rows go: the float64 channels are column ranges of one array of
+        a chunk's rows (_rows_buffer), each robot's channels of its step record first and side by
+        side, so that append copies them in one operation; other channels have their own
+        array."""
+        columns, width = {}, 0
+        self._records = []  # per robot: [system, start, stop, keys, layout, index]
+        for c in self.channels:  # (each robot's record channels, in the robots' order)
+            if c.record is None or c.dtype != np.float64:
+                continue
+            if not self._records or self._records[-1][0] is not c.system:
+                self._records.append([c.system, width, width, [], None, None])
+            r = self._records[-1]
+            columns[id(c)] = (width, width + int(np.prod(c.shape)))
+            width = r[2] = columns[id(c)][1]
+            r[3].append(c.record)
+        for c in self.channels:
+            if c.dtype == np.float64 and id(c) not in columns:
+                columns[id(c)] = (width, width + int(np.prod(c.shape)))
+                width = columns[id(c)][1]
+        self._columns = [columns.get(id(c)) for c in self.channels]
+        self._width = width
+        # the channels append reads one by one: per robot of _records, its record's channels
+        # (for a row without a step record), and the others
+        by_system = {id(r[0]): [] for r in self._records}
+        self._plain = []
+        for i, c in enumerate(self.channels):
+            group = by_system.get(id(c.system)) if c.record is not None and \
+                c.dtype == np.float64 else None
+            (self._plain if group is None else group).append(i)
+        self._fallback = [by_system[id(r[0])] for r in self._records]
+        self._reads = [c.read for c in self.channels]
+        self._buffers = self._rows_buffer()
+
+    def _rows_buffer(self) -> list[np.ndarray]:
+        """A chunk's rows of every channel (_plan_rows): views of one float64 array
+        (_row_array), and arrays of their own."""
+        n = self.chunk_rows
+        self._row_array = rows = np.empty((n, self._width))
+        return [np.empty((n,) + c.shape, dtype=c.dtype) if cols is None
+                else rows[:, cols[0]:cols[1]].reshape((n,) + c.shape)
+                for c, cols in zip(self.channels, self._columns)]
 
     def _start_helper(self) -> None:
         """The helper compresses every channel's chunks; without one (no channel, or it could
@@ -515,8 +561,21 @@ class LogWriter:
         if (step_index + 1) % self.decimation:
             return
         fill = self._fill  # the row is copied into the chunk's buffers now, while it is in
-        for read, buffer in zip(self._reads, self._buffers):  # the CPU's cache; a row cut short
-            buffer[fill] = read()  # by an exception is left out (fill does not move)
+        # the CPU's cache; a row cut short by an exception is left out (fill does not move)
+        reads, buffers = self._reads, self._buffers
+        for r, fallback in zip(self._records, self._fallback):  # a robot's step record
+            record = r[0].step_record()
+            if record is None:
+                for i in fallback:
+                    buffers[i][fill] = reads[i]()
+                continue
+            array, layout = record
+            if layout is not r[4]:  # (the record's entries of the channels, in their order)
+                r[5] = np.concatenate([np.arange(*layout[key]) for key in r[3]])
+                r[4] = layout
+            self._row_array[fill, r[1]:r[2]] = array[r[5]]
+        for i in self._plain:
+            buffers[i][fill] = reads[i]()
         self._step_indices[fill] = step_index + 1
         if self._world is not None:
             self._contact_rows.append(self._contact_columns(self._world.contacts))
@@ -565,8 +624,8 @@ class LogWriter:
             half += chunks[k].nbytes
             k += 1
         self._helper.submit(chunks[:k], self._gzip_level, self._shuffle)
-        here = [deflate(a, a.itemsize if self._shuffle else 1, self._gzip_level)
-                for a in chunks[k:]]
+        here = [deflate(np.ascontiguousarray(a), a.itemsize if self._shuffle else 1,
+                        self._gzip_level) for a in chunks[k:]]
         rows.compressed = self._helper.result(self._gzip_level) + here
 
     def _take(self) -> _Rows | None:
@@ -578,7 +637,7 @@ class LogWriter:
         # the filled buffers leave with the rows (the helper's job may keep them until they are
         # written); new ones take the next rows
         buffers = self._buffers
-        self._buffers = [np.empty_like(b) for b in buffers]
+        self._buffers = self._rows_buffer()
         taken = _Rows(self._taken, n, self._step_indices[:n].astype(np.float64) * self.dt,
                       buffers if n == self.chunk_rows else [b[:n] for b in buffers],
                       self._contact_rows if self._world is not None else None)

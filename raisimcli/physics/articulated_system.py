@@ -123,6 +123,7 @@ class ArticulatedSystem:
         self.u = np.zeros(nv)
         self._state_version = 0
         self._cache: dict = {}
+        self._record = None  # the last step's results in one array (step_record)
 
         # commands and parameters (spec steps 1-3)
         self.control_mode = FORCE_AND_TORQUE
@@ -883,14 +884,15 @@ class ArticulatedSystem:
 
     def end_step(self, dt: float, pd_error: np.ndarray, q_next: np.ndarray, u_next: np.ndarray,
                  table: dict, act_state, point_loads: list, iterations: int, in_contact: bool,
-                 start_pin, next_pin=None, pin_acceleration=None) -> None:
+                 start_pin, next_pin=None, pin_acceleration=None, record=None) -> None:
         """The step's results become the state: q_{t+1}, u_{t+1}, the torque table, the actuator
         states, the joint wrenches (inverse dynamics, from Pinocchio's inputs at the step's
         start `start_pin`, with the contact forces `point_loads`), the PD error of the step's
         start, had_contact. `next_pin`: pinocchio_inputs() at (q_{t+1}, u_{t+1}) when the step
         made them (with the bits pinocchio_inputs would give), else None; `pin_acceleration`:
         Pinocchio's acceleration of the step for inverse dynamics, when the step made it (see
-        InverseDynamics.after_step)."""
+        InverseDynamics.after_step); `record`: (array, layout) when the step's results lie in
+        one array (see step_record)."""
         self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.after_step(u_next, dt,
@@ -902,11 +904,25 @@ class ArticulatedSystem:
         self.pending_loads.clear()
         self.q, self.u = q_next, u_next
         self._touched()
+        self._record = None if record is None else (record[0], record[1], self._state_version)
         if next_pin is not None:
             self._cache["pin"] = next_pin
         self._stage = None
         if in_contact:  # spec step 6: the replacement rule applies from the next step
             self.had_contact = True
+
+    def step_record(self):
+        """(array, layout) when the last step's results lie in one array (the quick step of
+        step/quick.py) and the state has not changed since, else None. `layout` maps each key
+        to (start, stop) in the array: "q", "u", "torque/<source>" for each source of the
+        torque table and "torque/total", "actuators/<field>" for each field of ActuatorState.
+        The entries hold the bits of q, u, torque[source] and actuator_state; the same layout
+        object comes back for as long as it holds (a log keeps what it derived from it). Read
+        the array, never write it."""
+        r = self._record
+        if r is None or r[2] != self._state_version:
+            return None
+        return r[0], r[1]
 
     def _runge_kutta_4(self, dt, u_start, impulse_by_source):
         """Spec step 6, RUNGE_KUTTA_4: the solver's velocity change applied at the step's start,

@@ -374,9 +374,22 @@ class QuickScratch:
             self.J_world, self.origins, self.supports = s.jacobian_views_unread()[:3]
             self.rotations = s.placement_views[0]
         self.names_of: dict[int, tuple] = {}  # the torque table's row names by sources' mask
+        self.layouts: dict[int, dict] = {}  # record_layout by the same mask
         self.key_of: list | None = None  # each code's key (made when first asked)
         self.code_of: dict | None = None
         self.system, self.back_off = s, 0
+
+    def record_layout(self, names: tuple) -> dict:
+        """Where the step's results lie in OF, as ArticulatedSystem.step_record describes them,
+        for the torque table's row names `names` (_commit's torque: row k is names[k], the last
+        row the total)."""
+        nq, nv, n, t, a = self.nq, self.nv, self.n_act, self.at_table, self.at_act
+        layout = {"q": (0, nq), "u": (nq, nq + nv)}
+        for k, name in enumerate(names[:_TABLE_ROWS - 1] + ("total",)):
+            layout[f"torque/{name}"] = (t + k * nv, t + (k + 1) * nv)
+        for k, name in enumerate(("motor_speed", "tau_min", "tau_max", "commanded", "applied")):
+            layout[f"actuators/{name}"] = (a + k * n, a + (k + 1) * n)
+        return layout
 
     def keys(self) -> tuple[list, dict]:
         """(key of each code, code of each key)."""
@@ -607,6 +620,7 @@ def _commit(dt, s, qs, OF, OI, rs):
     if names is None:
         names = qs.names_of[mask] = _row_names(tuple(source for k, source in enumerate(_SOURCES)
                                                      if mask >> k & 1))
+        qs.layouts[mask] = qs.record_layout(names)
     table = OF[qs.at_table:qs.at_act].reshape(_TABLE_ROWS, nv)
     torque = dict(zip(names, table))
     torque["total"] = table[-1]
@@ -624,7 +638,8 @@ def _commit(dt, s, qs, OF, OI, rs):
     s.end_step(dt, OF[nq + nv:nq + 2 * nv], OF[0:nq], OF[nq:nq + nv], torque, act_state,
                point_loads, sweeps, nc > 0, start_pin,
                (OF[p:p + nq], OF[p + nq:p + nq + nv], OF[p + nq + nv:a].reshape(k, 3, 3))
-               if k else None, OF[a:a + nv] if start_pin is not None else None)
+               if k else None, OF[a:a + nv] if start_pin is not None else None,
+               (OF, qs.layouts[mask]))
     return contacts, CodedWarmStart(qs, OI[_HEAD:_HEAD + m], OF[qs.at_lam:qs.at_lam + m])
 
 
