@@ -184,7 +184,7 @@ def test_a_start_up_signal_that_lands_in_a_destructor_still_stops_the_run(tmp_pa
 def test_sigkill_leaves_a_partial_file_readable_to_its_last_flush(tmp_path):
     out = tmp_path / "run.h5"
     proc = _long_run(tmp_path, out)
-    # the writer flushes after every chunk of 1024 rows and at least every 2 s
+    # the writer flushes after every chunk of 512 rows and at least every 2 s
     assert wait_for(lambda: partials(tmp_path))
     partial = tmp_path / partials(tmp_path)[0]
 

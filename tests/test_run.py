@@ -183,7 +183,7 @@ def test_sigint_leaves_readable_interrupted_log(tmp_path, sig, group):
     out = tmp_path / "long.h5"
     proc = _spawn(["run", p, "-q", "-o", out], tmp_path, start_new_session=group)
     assert _wait_for_rows(tmp_path)
-    time.sleep(2.5)  # past the first 1024-row chunk
+    time.sleep(2.5)  # past the first 512-row chunks
     if group:
         os.killpg(proc.pid, sig)
     else:

@@ -154,11 +154,11 @@ def _units_of_dofs(model, linear: str, angular: str) -> list[str]:
 
 class LogWriter:
     def __init__(self, path: str, *, scenario_text: str, scenario_sha256: str, config_json: str,
-                 dt: float, decimation: int, compression: str, chunk_rows: int = 1024,
+                 dt: float, decimation: int, compression: str, chunk_rows: int = 512,
                  scenario_name: str = "", resolved_sha256: str = "", gzip_level: int = 4,
                  shuffle: bool = True, deflate_helper: bool | None = None):
         """`compression`: "gzip" (at `gzip_level`), "lzf" or "none", after HDF5's byte
-        `shuffle`; the defaults (gzip 4, shuffle, 1024-row chunks) are chosen from the table of
+        `shuffle`; the defaults (gzip 4, shuffle, 512-row chunks) are chosen from the table of
         docs/log.md. `deflate_helper`: gzip whole chunks in a helper process (log/deflate.py);
         None: when this process may run on more than one CPU, unless the environment variable
         RAISIMCLI_DEFLATE_HELPER is 0."""
