@@ -8,6 +8,7 @@ in :mod:`raisimcli.physics.step`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -171,7 +172,8 @@ class ArticulatedSystem:
         self._constraints_from_model()
 
         # per-step buffers: results of the last step, read by the API and the log
-        self.torque: dict[str, np.ndarray] = {}
+        # the torque table by source, and "total" (a dict, or a TorqueTable of the quick step)
+        self.torque: Mapping[str, np.ndarray] = {}
         self.actuator_state: ActuatorState | None = None
         self.solver_iterations = 0
         self.pd_error = np.zeros(nv)

@@ -7,6 +7,7 @@ motion of the step, M du/dt + h = sum of the rows below (for the one-stage schem
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -44,6 +45,28 @@ def _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_error, ta
         for k in range(rows):
             acc = acc + out[k, i]
         out[rows, i] = acc
+
+
+class TorqueTable(Mapping):
+    """A step's torque table read as {source: (nv,) row, ..., "total": (nv,) row}, without a dict
+    of row views made every step: each row is a view of `array` made when it is read. `at` maps
+    each name, in the table's row order, to its row's (start, stop) in `array` (made once per
+    row order; read it, never write it)."""
+
+    __slots__ = ("_array", "_at")
+
+    def __init__(self, array: np.ndarray, at: dict):
+        self._array, self._at = array, at
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        a, b = self._at[name]
+        return self._array[a:b]
+
+    def __iter__(self):
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
 
 
 @functools.lru_cache(maxsize=64)

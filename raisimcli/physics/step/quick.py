@@ -48,7 +48,7 @@ from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS,
 from raisimcli.physics.step.actuators import ActuatorState
 from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _g_at, _impulse_step
 from raisimcli.physics.step.contact_solver import SCALAR
-from raisimcli.physics.step.decomposition import _row_names
+from raisimcli.physics.step.decomposition import TorqueTable, _row_names
 from raisimcli.physics.step.joint_rows import ABOVE, BELOW, FAST_UP, FREE
 from raisimcli.physics.step.lean import PD_PLUS_FEEDFORWARD_TORQUE, _stage, stage_constants
 from raisimcli.physics.step.solver import WarmStart
@@ -375,6 +375,7 @@ class QuickScratch:
             self.rotations = s.placement_views[0]
         self.names_of: dict[int, tuple] = {}  # the torque table's row names by sources' mask
         self.layouts: dict[int, dict] = {}  # record_layout by the same mask
+        self.torque_at: dict[int, dict] = {}  # its torque rows, for TorqueTable
         self.key_of: list | None = None  # each code's key (made when first asked)
         self.code_of: dict | None = None
         self.system, self.back_off = s, 0
@@ -412,7 +413,9 @@ class CodedWarmStart(WarmStart):
     the keys are made from the codes when first asked for."""
 
     def __init__(self, scratch: QuickScratch, codes: np.ndarray, impulses: np.ndarray):
-        super().__init__(None, impulses)
+        # (WarmStart.__init__(None, impulses)'s attributes, set here: one call less a step)
+        self._keys, self._impulses, self._dict, self._parts, self._first = \
+            None, impulses, None, (), None
         self.scratch, self.codes = scratch, codes
 
     @property
@@ -620,10 +623,10 @@ def _commit(dt, s, qs, OF, OI, rs):
     if names is None:
         names = qs.names_of[mask] = _row_names(tuple(source for k, source in enumerate(_SOURCES)
                                                      if mask >> k & 1))
-        qs.layouts[mask] = qs.record_layout(names)
-    table = OF[qs.at_table:qs.at_act].reshape(_TABLE_ROWS, nv)
-    torque = dict(zip(names, table))
-    torque["total"] = table[-1]
+        layout = qs.layouts[mask] = qs.record_layout(names)
+        qs.torque_at[mask] = {key[7:]: at for key, at in layout.items()
+                              if key.startswith("torque/")}
+    torque = TorqueTable(OF, qs.torque_at[mask])
     act_state = PackedActuatorState(OF, qs.at_act, qs.n_act) if qs.n_act else \
         qs.none_acting[1]
     contacts = PackedContacts(rs, s, OF, OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj) if nc \
