@@ -212,9 +212,10 @@ class World:
         self.integrate2()
 
     def _lean_step(self) -> None:
-        self.contacts, self._warm_start = lean.step(self, self._warm_start)
+        contacts, self._warm_start = lean.step(self, self._warm_start)
+        self._detect_at, self._contacts = None, contacts  # (the contacts setter's, inline)
         for s in self.systems:
-            s.last_contacts = self.contacts
+            s.last_contacts = contacts
         self.step_count += 1
 
     def _structure(self) -> tuple:

@@ -596,7 +596,10 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     scheme = s.scheme
     if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
         scheme = "SEMI_IMPLICIT"
-    prev_codes, prev_lam = _previous(qs, warm_start)
+    if type(warm_start) is CodedWarmStart and warm_start.scratch is qs:  # (_previous's first case)
+        prev_codes, prev_lam = warm_start.codes, warm_start.impulses
+    else:
+        prev_codes, prev_lam = _previous(qs, warm_start)
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
     _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
            int(s.solver_max_iterations), _U_BAR[scheme], detect, flags, qs.rotations,
