@@ -553,13 +553,20 @@ def test_the_quick_exit_keeps_the_command_s_output_and_exit_code(tmp_path):
 def test_rows_copied_from_the_step_record_are_the_getters_rows(tmp_path, scenario, monkeypatch):
     """The writer copies q, u, the torque table and the actuators' states of a quick step from
     its record in one operation (ArticulatedSystem.step_record); with no record it reads each
-    signal from its getter. The two logs hold the same bits in every dataset."""
+    signal from its getter. It reads a quick step's contacts from their packed arrays
+    (PackedContacts.log_key, log_arrays), else from a ContactSet's attributes. The two logs hold
+    the same bits in every dataset."""
     from raisimcli.physics.articulated_system import ArticulatedSystem
-    signals = '["state", "energy", "torque", "generalized_force", "actuators", "solver"]'
+    from raisimcli.physics.contacts import ContactSet
+    from raisimcli.physics.step.quick import PackedContacts
+    signals = ('["state", "energy", "torque", "generalized_force", "actuators", "solver", '
+               '"contacts"]')
     logs = []
     for use in (True, False):
         if not use:
             monkeypatch.setattr(ArticulatedSystem, "step_record", lambda self: None)
+            for name in ("log_key", "log_arrays"):
+                monkeypatch.setattr(PackedContacts, name, getattr(ContactSet, name))
         out = tmp_path / f"{use}.h5"
         r = run("run", os.path.join(SCENARIOS, scenario), "-o", out, "--duration", "0.6", "--set",
                 f"log.signals={signals}", "-q")
@@ -569,6 +576,8 @@ def test_rows_copied_from_the_step_record_are_the_getters_rows(tmp_path, scenari
         names = []
         a.visit(lambda n: names.append(n) if isinstance(a[n], h5py.Dataset) else None)
         assert any(n.endswith("torque/contacts") for n in names)
+        if scenario == "quadruped_stand.toml":
+            assert a["contacts/count"][()].sum() > 1000
         for n in names:
             if n.startswith("meta"):
                 continue

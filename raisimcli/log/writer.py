@@ -360,26 +360,25 @@ class LogWriter:
         self._contact_rows: list[tuple] = []  # per row: _contact_columns
         self._contact_total = 0
         self._body_names: dict[str, int] = {}
-        self._pair_rows: dict[tuple, np.ndarray] = {}  # a step's contact meta -> its body indices
+        self._pair_rows: dict = {}  # a step's ContactSet.log_key -> its body indices
 
     def _contact_columns(self, cs) -> tuple:
-        """The columns of a step's contacts (a ContactSet), as the contact datasets take them:
-        position, normal, the impulses, the force impulse / dt, the penetration max(0, -distance)
-        and the two bodies' name indices. The geometry is kept as it is (detection makes new
-        arrays each step), the results are copied (a second integrate2 without integrate1 would
-        write them again)."""
-        meta = tuple(cs.meta)  # the same contacts as a step before (a robot standing): a lookup
-        bodies = self._pair_rows.get(meta)
+        """What the contact datasets take of a step's contacts (a ContactSet): position, normal,
+        the impulses, the distance (_flush_contacts makes the force and the penetration of a
+        chunk's rows at once) and the two bodies' name indices. The geometry is kept as it is
+        (detection makes new arrays each step), the results are copied (a second integrate2
+        without integrate1 would write them again)."""
+        key = cs.log_key()  # the same contacts as a step before (a robot standing): a lookup
+        bodies = self._pair_rows.get(key)
         if bodies is None:
             if len(self._pair_rows) >= 1024:
                 self._pair_rows.clear()
-            name = self._contact_name
-            bodies = self._pair_rows[meta] = np.array(
+            name, meta = self._contact_name, cs.meta
+            bodies = self._pair_rows[key] = np.array(
                 [(name(sa, la), name(sb, nb)) for sa, _, la, sb, _, nb in meta],
                 dtype=np.int32).reshape(len(meta), 2)  # (read, never written)
-        depth = -cs.distance
-        return (cs.points, cs.frames[:, :, 2], cs.impulse.copy(), cs.impulse_contact.copy(),
-                cs.impulse / self.dt, np.where(depth > 0.0, depth, 0.0), bodies)
+        points, normals, impulse, impulse_contact, distance = cs.log_arrays()
+        return points, normals, impulse.copy(), impulse_contact.copy(), distance, bodies
 
     def _contact_name(self, system, link: str) -> int:
         name = link if system is None else f"{system.name}/{link}"
@@ -703,9 +702,11 @@ class LogWriter:
             self._contact_index.resize((k0 + k,))
             self._contact_index[k0:] = np.arange(k0, k0 + k)
             steps = [cols for cols in contact_rows if len(cols[0])]
-            columns = [np.concatenate([cols[i] for cols in steps]) for i in range(6)]
-            bodies = np.concatenate([cols[6] for cols in steps])
-            columns += [bodies[:, 0], bodies[:, 1]]
+            points, normals, impulse, impulse_contact, distance, bodies = (
+                np.concatenate([cols[i] for cols in steps]) for i in range(6))
+            depth = -distance  # (the force and the penetration entry by entry, as row by row)
+            columns = [points, normals, impulse, impulse_contact, impulse / self.dt,
+                       np.where(depth > 0.0, depth, 0.0), bodies[:, 0], bodies[:, 1]]
             for name, values in zip(("position", "normal", "impulse_world", "impulse_contact",
                                      "force", "penetration", "body_a", "body_b"), columns):
                 d = ds[name]

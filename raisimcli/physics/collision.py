@@ -7,6 +7,7 @@ corner points). Meshes collide as their convex hull.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -178,6 +179,9 @@ def _hull_walk(shapes, kind) -> tuple[np.ndarray, np.ndarray]:
     return hull, (np.concatenate(points) if points else np.zeros((0, 3)))
 
 
+_TOKENS = itertools.count()  # RobotShapes.token
+
+
 @dataclass
 class RobotShapes:
     """A robot's shapes in the contact world, with what the compiled loops need: `bodies` (n,),
@@ -194,6 +198,7 @@ class RobotShapes:
 
     def __post_init__(self):
         n = len(self.shapes)
+        self.token = next(_TOKENS)  # this set of shapes' own number in the process
         self.bodies = np.array([s.body for s in self.shapes], dtype=np.int64)
         self.placements = np.array([s.placement for s in self.shapes],
                                    dtype=np.float64).reshape(n, 4, 4)

@@ -232,6 +232,17 @@ class ContactSet(Sequence):
             raise IndexError(f"contact {i} of {n}")
         return Contact(self, i % n)
 
+    def log_key(self):
+        """A hashable key of which bodies the contacts join, contact by contact: sets with equal
+        keys have equal `meta` (a log names the bodies once per key)."""
+        return tuple(self.meta)
+
+    def log_arrays(self) -> tuple:
+        """What a log row reads of the contacts: (points, normals, impulse, impulse_contact,
+        distance), the normals the frames' third columns (views; read them, never write them)."""
+        return self.points, self.frames[:, :, 2], self.impulse, self.impulse_contact, \
+            self.distance
+
     def touches(self, system) -> bool:
         """Whether any contact involves `system`."""
         if self.alone is not None:

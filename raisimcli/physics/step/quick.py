@@ -476,6 +476,19 @@ class PackedContacts(ContactSet):
                             OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + n],
                             OF[c:c + 3 * n].reshape(n, 3), OF[a:a + 3 * n].reshape(n, 3) / dt)
 
+    def log_key(self):
+        """ContactSet.log_key from the robot's shapes in contact (the meta is made from them)."""
+        rs, _, OI, _, n, emax, m0max = self._packed
+        return rs.token, OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + n].tobytes()
+
+    def log_arrays(self) -> tuple:
+        """ContactSet.log_arrays as views of the packed results (__getattr__'s layout), without
+        making the other attributes."""
+        _, OF, _, c, n, _, _ = self._packed
+        return OF[c:c + 3 * n].reshape(n, 3), OF[c + 3 * n:c + 12 * n].reshape(n, 3, 3)[:, :, 2], \
+            OF[c + 18 * n:c + 21 * n].reshape(n, 3), OF[c + 21 * n:c + 24 * n].reshape(n, 3), \
+            OF[c + 12 * n:c + 13 * n]
+
     def __getattr__(self, name):
         if name not in _LAZY:
             raise AttributeError(name)
