@@ -293,6 +293,7 @@ class InverseDynamics:
             if self._views is not None and system.placement_views is not None else None
         self._link_body: dict[str, int] = {}
         self._masks: dict[tuple, np.ndarray] = {}
+        self._scratch_of: dict[int, tuple] = {}  # _scratch's arrays by number of loads
         # scratch of the compiled passes, made once: the moments about the world origin and the
         # joints' points (every row the passes write is written at every call, the others stay
         # 0), the fixed pass's 11 vectors, its inputs when the step has no point loads, and the
@@ -317,6 +318,17 @@ class InverseDynamics:
             self._fixed_frames, self._in_mass, self._in_lever, self._in_S, self._one_axes)])
         return ints, floats.astype(np.float64)
 
+    def _scratch(self, n: int) -> tuple:
+        """For n loads: (lin, ang) (n, 3), which _loads_of writes and _at's compiled pass reads in
+        the same call (nothing keeps them), and n False flags (no pure torque; never written)."""
+        arrays = self._scratch_of.get(n)
+        if arrays is None:
+            if len(self._scratch_of) >= 64:
+                self._scratch_of.clear()
+            arrays = self._scratch_of[n] = (np.empty((n, 3)), np.empty((n, 3)),
+                                            np.zeros(n, dtype=np.bool_))
+        return arrays
+
     def _mask(self, links: tuple) -> np.ndarray:
         """(n_fixed, n_loads): whether load k's link is welded beyond fixed joint i."""
         mask = self._masks.get(links)
@@ -333,7 +345,7 @@ class InverseDynamics:
         s = self.system
         if len(loads) == 1 and isinstance(loads[0], ContactLoads):  # the step's contacts only
             links, bodies, points, vectors = loads[0]
-            return self._loads_of(links, bodies, points, vectors, np.zeros(len(links), bool))
+            return self._loads_of(links, bodies, points, vectors, self._scratch(len(links))[2])
         n = sum(len(ld.links) if isinstance(ld, ContactLoads) else 1 for ld in loads)
         links: list = []
         bodies, points = np.empty(n, dtype=np.int64), np.zeros((n, 3))
@@ -368,7 +380,7 @@ class InverseDynamics:
         n = len(links)
         if n:  # the bodies' placements (computeJointJacobians' oMi are forwardKinematics')
             self.system.body_placements()
-        lin, ang = np.empty((n, 3)), np.empty((n, 3))
+        lin, ang, _ = self._scratch(n)
         R, T = self.system.placement_views
         f_lin, f_ang = self._fext_views
         _loads_in_body_frames(R, T, bodies, points, vectors, torques, self._cleared, f_lin,
@@ -407,10 +419,12 @@ class InverseDynamics:
             _step_pin_acceleration(u_next, s.u, float(dt), conv.identity, conv.block_u,
                                    conv.no_blocks if R is None else R, u_pin, conv.floating_u,
                                    self._acc, self._rotated, a_pin)
-        return self._at(q_pin, u_pin, a_pin, loads)
+        return self._at(q_pin, u_pin, a_pin, loads, True)
 
-    def _at(self, q_pin, u_pin, a_pin, loads) -> JointWrenches:
-        """The wrenches of Pinocchio's RNEA at (q_pin, u_pin, a_pin) with the step's `loads`."""
+    def _at(self, q_pin, u_pin, a_pin, loads, at_state: bool = False) -> JointWrenches:
+        """The wrenches of Pinocchio's RNEA at (q_pin, u_pin, a_pin) with the step's `loads`;
+        `at_state`: (q_pin, u_pin) are the system's current state's (a step's start), whose
+        body placements the compiled pass may then read instead of computing its own."""
         s = self.system
         pm, data = s.pinocchio.model, self.data
         s.sync_gravity(s.gravity)
@@ -436,7 +450,12 @@ class InverseDynamics:
                     per_link.append((ld.link, body, f_local))
                     self._loaded.append(body)
             self._cleared = np.array(self._loaded, dtype=np.int64)
-        pin.forwardKinematics(pm, data, q_pin)  # data.oMi: rnea works in local frames
+        R_T = None  # the placements _wrenches reads (R, T): the step's when the loads read them
+        if at_state and load_arrays is not None and load_arrays[0]:
+            R_T = s.placement_views  # (_loads_of made them current: computeJointJacobians' oMi,
+            # which are forwardKinematics' bit for bit, tests/test_inverse_dynamics.py)
+        else:
+            pin.forwardKinematics(pm, data, q_pin)  # data.oMi: rnea works in local frames
         pin.rnea(pm, data, q_pin, u_pin, a_pin, fext)
 
         # every wrench about the world origin first, then moved to its joint's position at once
@@ -454,7 +473,10 @@ class InverseDynamics:
             force, torque = np.empty((self.n, 3)), np.empty((self.n, 3))
             actuation = self._nan.copy()
             (lR, lT), (vL, vA), (aL, aA) = self._extra
-            _wrenches(*self._views, lR, lT, vL, vA, aL, aA, self._ints, self._floats,
+            R, T, L, A = self._views
+            if R_T is not None:
+                R, T = R_T
+            _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, self._ints, self._floats,
                       load_lin, load_ang, mask, self._fixed_scratch, force, self._moment,
                       self._point, torque, actuation)
             return JointWrenches(force, torque, actuation)
