@@ -470,32 +470,28 @@ class LogWriter:
         a chunk's rows (_rows_buffer), each robot's channels of its step record first and side by
         side, so that append copies them in one operation; other channels have their own
         array."""
-        columns, width = {}, 0
-        self._records = []  # per robot: [system, start, stop, keys, layout, index]
-        for c in self.channels:  # (each robot's record channels, in the robots' order)
-            if c.record is None or c.dtype != np.float64:
-                continue
-            if not self._records or self._records[-1][0] is not c.system:
-                self._records.append([c.system, width, width, [], None, None])
-            r = self._records[-1]
-            columns[id(c)] = (width, width + int(np.prod(c.shape)))
-            width = r[2] = columns[id(c)][1]
-            r[3].append(c.record)
-        for c in self.channels:
-            if c.dtype == np.float64 and id(c) not in columns:
-                columns[id(c)] = (width, width + int(np.prod(c.shape)))
-                width = columns[id(c)][1]
-        self._columns = [columns.get(id(c)) for c in self.channels]
-        self._width = width
-        # the channels append reads one by one: per robot of _records, its record's channels
-        # (for a row without a step record), and the others
-        by_system = {id(r[0]): [] for r in self._records}
-        self._plain = []
+        self._records: list[_RecordColumns] = []
+        by_system: dict[int, _RecordColumns] = {}
+        self._plain = []  # the other channels, which append reads one by one
         for i, c in enumerate(self.channels):
-            group = by_system.get(id(c.system)) if c.record is not None and \
-                c.dtype == np.float64 else None
-            (self._plain if group is None else group).append(i)
-        self._fallback = [by_system[id(r[0])] for r in self._records]
+            if c.record is None or c.dtype != np.float64:
+                self._plain.append(i)
+                continue
+            r = by_system.get(id(c.system))
+            if r is None:
+                r = by_system[id(c.system)] = _RecordColumns(c.system)
+                self._records.append(r)
+            r.add(i, c.record)
+        # the columns: each robot's record channels side by side, then the other float64 ones
+        order = [i for r in self._records for i in r.channels] + \
+            [i for i in self._plain if self.channels[i].dtype == np.float64]
+        self._columns, width = [None] * len(self.channels), 0
+        for i in order:
+            self._columns[i] = (width, width + int(np.prod(self.channels[i].shape)))
+            width = self._columns[i][1]
+        for r in self._records:
+            r.start, r.stop = self._columns[r.channels[0]][0], self._columns[r.channels[-1]][1]
+        self._width = width
         self._reads = [c.read for c in self.channels]
         self._buffers = self._rows_buffer()
 
@@ -562,17 +558,14 @@ class LogWriter:
         fill = self._fill  # the row is copied into the chunk's buffers now, while it is in
         # the CPU's cache; a row cut short by an exception is left out (fill does not move)
         reads, buffers = self._reads, self._buffers
-        for r, fallback in zip(self._records, self._fallback):  # a robot's step record
-            record = r[0].step_record()
+        for r in self._records:  # a robot's step record, else its getters
+            record = r.system.step_record()
             if record is None:
-                for i in fallback:
+                for i in r.channels:
                     buffers[i][fill] = reads[i]()
                 continue
             array, layout = record
-            if layout is not r[4]:  # (the record's entries of the channels, in their order)
-                r[5] = np.concatenate([np.arange(*layout[key]) for key in r[3]])
-                r[4] = layout
-            self._row_array[fill, r[1]:r[2]] = array[r[5]]
+            self._row_array[fill, r.start:r.stop] = array[r.index(layout)]
         for i in self._plain:
             buffers[i][fill] = reads[i]()
         self._step_indices[fill] = step_index + 1
@@ -746,6 +739,31 @@ class LogWriter:
         if not self.closed:
             self._fail()
             self.failed = False
+
+
+class _RecordColumns:
+    """One robot's channels found in its step record (ArticulatedSystem.step_record): their
+    indices in the writer's channels, their keys in the record, and the columns start:stop of
+    the writer's row array they fill, side by side in that order."""
+
+    __slots__ = ("system", "channels", "keys", "start", "stop", "_layout", "_index")
+
+    def __init__(self, system):
+        self.system, self.channels, self.keys = system, [], []
+        self.start = self.stop = 0
+        self._layout = self._index = None
+
+    def add(self, channel: int, key: str) -> None:
+        self.channels.append(channel)
+        self.keys.append(key)
+
+    def index(self, layout: dict) -> np.ndarray:
+        """The record's entries of the channels, in their order, for `layout` (made again only
+        when the record's layout object changes)."""
+        if layout is not self._layout:
+            self._index = np.concatenate([np.arange(*layout[key]) for key in self.keys])
+            self._layout = layout
+        return self._index
 
 
 @dataclass

@@ -213,7 +213,7 @@ class World:
 
     def _lean_step(self) -> None:
         contacts, self._warm_start = lean.step(self, self._warm_start)
-        self._detect_at, self._contacts = None, contacts  # (the contacts setter's, inline)
+        self.contacts = contacts
         for s in self.systems:
             s.last_contacts = contacts
         self.step_count += 1

@@ -413,9 +413,7 @@ class CodedWarmStart(WarmStart):
     the keys are made from the codes when first asked for."""
 
     def __init__(self, scratch: QuickScratch, codes: np.ndarray, impulses: np.ndarray):
-        # (WarmStart.__init__(None, impulses)'s attributes, set here: one call less a step)
-        self._keys, self._impulses, self._dict, self._parts, self._first = \
-            None, impulses, None, (), None
+        super().__init__(None, impulses)
         self.scratch, self.codes = scratch, codes
 
     @property
@@ -609,10 +607,7 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     scheme = s.scheme
     if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
         scheme = "SEMI_IMPLICIT"
-    if type(warm_start) is CodedWarmStart and warm_start.scratch is qs:  # (_previous's first case)
-        prev_codes, prev_lam = warm_start.codes, warm_start.impulses
-    else:
-        prev_codes, prev_lam = _previous(qs, warm_start)
+    prev_codes, prev_lam = _previous(qs, warm_start)
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
     _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
            int(s.solver_max_iterations), _U_BAR[scheme], detect, flags, qs.rotations,
