@@ -284,8 +284,7 @@ class InverseDynamics:
         self._fext = pin.StdVec_Force()
         for _ in range(system.pinocchio.model.njoints):
             self._fext.append(pin.Force.Zero())
-        self._loaded: list[int] = []  # bodies whose entry of _fext is not zero
-        self._cleared = np.zeros(0, dtype=np.int64)  # the same, for the compiled pass
+        self._loaded = np.zeros(0, dtype=np.int64)  # bodies whose entry of _fext is not zero
         # the compiled loads: views of _fext and of the step's placements, the body of each
         # link, the fixed joints' masks of welded links per tuple of loaded links
         from raisimcli.physics.pinocchio_views import checked_force_vector
@@ -383,10 +382,9 @@ class InverseDynamics:
         lin, ang, _ = self._scratch(n)
         R, T = self.system.placement_views
         f_lin, f_ang = self._fext_views
-        _loads_in_body_frames(R, T, bodies, points, vectors, torques, self._cleared, f_lin,
+        _loads_in_body_frames(R, T, bodies, points, vectors, torques, self._loaded, f_lin,
                               f_ang, lin, ang)
-        self._cleared = bodies.copy()
-        self._loaded = self._cleared.tolist()
+        self._loaded = bodies.copy()
         return links, lin, ang
 
     def compute(self, q, u, a, loads, pin_state=None) -> JointWrenches:
@@ -432,24 +430,24 @@ class InverseDynamics:
         fext = self._fext
         per_link = []
         load_arrays = None  # (links, local linear, local angular) of the compiled path
-        if not (loads or self._loaded):
+        if not (loads or self._loaded.size):
             pass  # no load now, none left in fext from the last call
         elif self._views is not None and self._fext_views is not None:
             load_arrays = self._local_loads(loads)
         else:
             loads = [x for ld in loads for x in
                      (ld.as_point_loads() if isinstance(ld, ContactLoads) else (ld,))]
-            for body in self._loaded:
+            for body in self._loaded.tolist():
                 fext[body] = pin.Force.Zero()
-            self._loaded, self._cleared = [], np.zeros(0, dtype=np.int64)
+            loaded = []
             if loads:
                 s.kinematics()
                 for ld in loads:
                     body, f_local = s.load_as_local_force(ld)
                     fext[body] = fext[body] + f_local
                     per_link.append((ld.link, body, f_local))
-                    self._loaded.append(body)
-            self._cleared = np.array(self._loaded, dtype=np.int64)
+                    loaded.append(body)
+            self._loaded = np.array(loaded, dtype=np.int64)
         R_T = None  # the placements _wrenches reads (R, T): the step's when the loads read them
         if at_state and load_arrays is not None and load_arrays[0]:
             R_T = s.placement_views  # (_loads_of made them current: computeJointJacobians' oMi,

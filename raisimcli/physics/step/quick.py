@@ -57,6 +57,9 @@ _BACK_OFF = 50  # steps taken by lean.step after the compiled call declined one
 _KINDS = ("position_limit", "velocity_limit", "friction")  # the joint rows' kinds, by code
 _SOURCES = ("joint_limits", "joint_friction", "contacts")  # the row sources, in row order
 _HEAD = 8  # OI's header: contacts, rows, sweeps, sources with impulses (a bit each), status
+# OF's floats per contact: points 3, frames 9, distance 1, params 5, impulse 3, impulse_contact 3,
+# velocity_contact 3, target 1, force 3 (the impulse / dt: the contact loads of inverse dynamics)
+_PER_CONTACT = 31
 
 # the compiled call's answers (OI[4])
 DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
@@ -154,8 +157,8 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
                  k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
         if bq.shape[0] or flags >> 4 & 1:  # (else the call has nothing to write, and making
             # it cost a fixed base's step 0.2 us: its arguments' views)
-            _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:], flags >> 4 & 1,
-                         u, dt, R, u_pin, stage_I, FI)
+            _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + _PER_CONTACT * emax:],
+                         flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
         OI[4] = DONE
         return
     codes = OI[_HEAD:_HEAD + m]
@@ -271,6 +274,10 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
                            target_c, L, q, u, u_star, lam, max_iterations, tolerance, dt,
                            u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
                            FI, II, u_next, q_next, table)
+    force = OF[c + 10 * nc:c + 13 * nc].reshape((nc, 3))
+    for e in range(nc):  # (ContactSet.loads_on's vectors: numpy's impulse / dt, entry by entry)
+        for i in range(3):
+            force[e, i] = impulse[e, i] / dt
     nonzero = II[nc + 2 * (m0 + nc):nc + 2 * (m0 + nc) + ns]
     mask, k = 0, 0  # bit k: source k of _SOURCES has rows and an impulse
     if n_lim + n_vel:
@@ -282,8 +289,8 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     if nc:
         mask |= 4 if nonzero[k] else 0
     if bq.shape[0] or flags >> 4 & 1:  # (as above)
-        _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + 28 * emax:], flags >> 4 & 1, u,
-                     dt, R, u_pin, stage_I, FI)
+        _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + _PER_CONTACT * emax:],
+                     flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
     OI[0], OI[1], OI[2], OI[3], OI[4] = nc, m, sweeps, mask, DONE
 
 
@@ -359,7 +366,7 @@ class QuickScratch:
         self.at_act = self.at_table + _TABLE_ROWS * nv
         self.at_lam = self.at_act + 5 * n_act + nv
         self.at_contacts = self.at_lam + mmax
-        self.at_pin = self.at_contacts + 28 * emax
+        self.at_pin = self.at_contacts + _PER_CONTACT * emax
         self.n_blocks = 0 if conv.identity else conv.block_q.size
         self.n_of = self.at_pin + nq + nv + 9 * self.n_blocks + nv
         self.n_oi = _HEAD + mmax + 2 * emax
@@ -455,9 +462,10 @@ class PackedContacts(ContactSet):
     """The contacts of a quick step: their arrays are views of the step's results (OF, OI),
     their meta and keys the robot's, made when first read."""
 
-    def __init__(self, rs, system, OF, OI, at: int, nc: int, emax: int, m0max: int):
+    def __init__(self, rs, system, OF, OI, at: int, nc: int, emax: int, m0max: int, dt: float):
         self.alone = system
         self._packed = (rs, OF, OI, at, nc, emax, m0max)
+        self._dt = dt  # the step's, by which the compiled call divided the impulses
 
     def __len__(self) -> int:
         return self._packed[4]
@@ -468,11 +476,13 @@ class PackedContacts(ContactSet):
         if system is not self.alone:
             return None
         shapes = OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + n]
-        a = c + 18 * n  # the impulses (__getattr__'s layout: after points, frames, distance,
-        # params)
+        if dt == self._dt:  # the forces the compiled call wrote, after the target
+            vectors = OF[c + 28 * n:c + 31 * n].reshape(n, 3)
+        else:  # (the impulses, after points, frames, distance, params)
+            vectors = OF[c + 18 * n:c + 21 * n].reshape(n, 3) / dt
         return ContactLoads(_links_of(rs, shapes),
                             OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + n],
-                            OF[c:c + 3 * n].reshape(n, 3), OF[a:a + 3 * n].reshape(n, 3) / dt)
+                            OF[c:c + 3 * n].reshape(n, 3), vectors)
 
     def log_key(self):
         """ContactSet.log_key from the robot's shapes in contact (the meta is made from them)."""
@@ -640,7 +650,8 @@ def _commit(dt, s, qs, OF, OI, rs):
     torque = TorqueTable(OF, qs.torque_at[mask])
     act_state = PackedActuatorState(OF, qs.at_act, qs.n_act) if qs.n_act else \
         qs.none_acting[1]
-    contacts = PackedContacts(rs, s, OF, OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj) if nc \
+    contacts = PackedContacts(rs, s, OF, OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj,
+                              dt) if nc \
         else EMPTY_CONTACTS
     point_loads, start_pin = [], None
     if s.compute_inverse_dynamics:
