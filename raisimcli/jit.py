@@ -14,6 +14,9 @@ of them again, once.
 The cache stays where numba puts it (`__pycache__` beside the sources, or numba's user-wide
 directory when that is not writable, or `NUMBA_CACHE_DIR`); only the stamp is ours. A frozen
 application (PyInstaller and the like) keeps numba's own stamps.
+
+The module also gives the loops `carve`, which cuts a matrix out of a packed 1-D argument or
+scratch array without numba's `reshape` (see its docstring).
 """
 
 from __future__ import annotations
@@ -24,8 +27,12 @@ import sys
 import warnings
 
 import numba
-from numba import njit
-from numba.core import caching
+import numpy as np
+from numba import njit, types
+from numba.core import caching, cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload
+from numba.np.arrayobj import make_array, populate_array
 
 _ROOT = os.path.dirname(os.path.abspath(__file__))
 _MARK = b"\n@kernel"  # the decorator at the start of a line, in a file of compiled loops
@@ -134,3 +141,48 @@ def kernel(fn):
     if _OPT is not None and hasattr(dispatcher, "compile"):  # (NUMBA_DISABLE_JIT=1: fn itself)
         dispatcher.compile = _at_our_level(dispatcher.compile)
     return dispatcher
+
+
+def carve(buffer, start, shape):
+    """The C-ordered array of `shape` (a tuple of ints) whose entries are those of the contiguous
+    1-D `buffer` from index `start` on: `buffer[start:start + prod(shape)].reshape(shape)`, a view,
+    without its checks. In a compiled loop it is made in place (the overload below) rather than by
+    numba's `reshape`, whose call into numba's helper library costs about 20 ns and whose code
+    about 30 ms of a fresh environment's compile, at each of the many places where the loops cut
+    their packed arguments and scratch into matrices (benchmarks/README.md). The caller keeps
+    start + prod(shape) within the buffer, as it would for the slice."""
+    return buffer[start:start + int(np.prod(shape))].reshape(shape)
+
+
+@intrinsic
+def _carved(typingctx, buffer, start, shape):
+    if not (isinstance(buffer, types.Array) and buffer.ndim == 1 and buffer.layout == "C"
+            and isinstance(shape, types.UniTuple) and isinstance(shape.dtype, types.Integer)):
+        return None
+    out = types.Array(buffer.dtype, shape.count, "C")
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, args[0])
+        view = make_array(out)(context, builder)
+        itemsize = context.get_constant(
+            types.intp, context.get_abi_sizeof(context.get_data_type(buffer.dtype)))
+        dims = [context.cast(builder, d, shape.dtype, types.intp)
+                for d in cgutils.unpack_tuple(builder, args[2], shape.count)]
+        strides, stride = [], itemsize
+        for d in reversed(dims):  # C order: the last axis's stride is one item
+            strides.insert(0, stride)
+            stride = builder.mul(stride, d)
+        first = context.cast(builder, args[1], signature.args[1], types.intp)
+        populate_array(view, data=builder.gep(src.data, [first]),
+                       shape=cgutils.pack_array(builder, dims),
+                       strides=cgutils.pack_array(builder, strides), itemsize=itemsize,
+                       meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, out, view._getvalue())
+    return out(buffer, start, shape), codegen
+
+
+@overload(carve, jit_options={"cache": True})
+def _carve(buffer, start, shape):
+    if isinstance(buffer, types.Array) and buffer.layout == "C" and buffer.ndim == 1:
+        return lambda buffer, start, shape: _carved(buffer, start, shape)
+    return None

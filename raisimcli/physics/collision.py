@@ -16,7 +16,7 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import ModelError
-from raisimcli.jit import kernel
+from raisimcli.jit import carve, kernel
 from raisimcli.linalg import matmul, norm
 
 
@@ -440,22 +440,22 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # n
     hull = I[a:a + nh]
     a += nh
     shape, entry_bodies = I[a:a + m], I[a + m:a + 2 * m]
-    placements = F[0:16 * m].reshape((m, 4, 4))
+    placements = carve(F, 0, (m, 4, 4))
     a = 16 * m
-    extent = F[a:a + 3 * m].reshape((m, 3))
+    extent = carve(F, a, (m, 3))
     a += 3 * m
-    hull_points = F[a:a + 3 * npts].reshape((npts, 3))
+    hull_points = carve(F, a, (npts, 3))
     a += 3 * npts
     radii = F[a:a + m]
     a += m
-    poses = F[a:a + 16 * m].reshape((m, 4, 4))
+    poses = carve(F, a, (m, 4, 4))
     a += 16 * m
     lowest = F[a:a + m]
     a += m
-    point = F[a:a + 3 * m].reshape((m, 3))
+    point = carve(F, a, (m, 3))
     a += 3 * m
     distance = F[a:a + m]
-    entry_params = F[a + m:a + 6 * m].reshape((m, 5))
+    entry_params = carve(F, a + m, (m, 5))
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)
     n, others = _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape,

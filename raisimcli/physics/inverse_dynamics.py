@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from raisimcli.jit import kernel
+from raisimcli.jit import carve, kernel
 from raisimcli.linalg import dot, matmul
 from raisimcli.physics.contacts import ContactLoads
 from raisimcli.physics.conventions import _step_pin_acceleration
@@ -123,14 +123,14 @@ def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_a
         ints[ints[9]:ints[10]]
     nf, n_in, n_one = rows.shape[0], in_off[in_off.shape[0] - 1], one_rows.shape[0]
     a = 3 * nf
-    frames = floats[0:a].reshape((nf, 3))
+    frames = carve(floats, 0, (nf, 3))
     in_mass = floats[a:a + n_in]
     a += n_in
-    in_lever = floats[a:a + 3 * n_in].reshape((n_in, 3))
+    in_lever = carve(floats, a, (n_in, 3))
     a += 3 * n_in
-    in_S = floats[a:a + 9 * n_in].reshape((n_in, 3, 3))
+    in_S = carve(floats, a, (n_in, 3, 3))
     a += 9 * n_in
-    axes = floats[a:a + 3 * n_one].reshape((n_one, 3))
+    axes = carve(floats, a, (n_one, 3))
     # 1. the moving joints
     for n in range(moving_bodies.shape[0]):
         b, k = moving_bodies[n], moving_rows[n]

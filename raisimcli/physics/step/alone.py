@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from raisimcli.jit import kernel
+from raisimcli.jit import carve, kernel
 from raisimcli.linalg import _cho_solve_rows
 from raisimcli.physics.conventions import _integrate
 from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows, _targets, \
@@ -93,7 +93,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     a += m + ns + 1
     integ_at = RI[a:a + 7]
     integ = RI[a + 7:]
-    bJ = RF[0:m0 * nv].reshape((m0, nv))
+    bJ = carve(RF, 0, (m0, nv))
     a = m0 * nv
     btarget, blo, bhi = RF[a:a + m0], RF[a + m0:a + 2 * m0], RF[a + 2 * m0:a + 3 * m0]
     bmu = RF[a + 3 * m0:a + 3 * m0 + nb]
@@ -101,11 +101,11 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     a = 0
     signs = F[a:a + nc]
     a += nc
-    jac_scratch = F[a:a + 12 * nv].reshape((12, nv))
+    jac_scratch = carve(F, a, (12, nv))
     a += 12 * nv
     vn = F[a:a + nc]
     a += nc
-    J = F[a:a + m * nv].reshape((m, nv))
+    J = carve(F, a, (m, nv))
     a += m * nv
     target = F[a:a + m]
     lo = F[a + m:a + 2 * m]
@@ -113,17 +113,17 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     a += 3 * m
     mu = F[a:a + nb + nc]
     a += nb + nc
-    response = F[a:a + nv * m].reshape((nv, m))
+    response = carve(F, a, (nv, m))
     a += nv * m
-    G = F[a:a + 2 * m * m].reshape((2 * m, m))  # G and its transpose (_solve's G2)
+    G = carve(F, a, (2 * m, m))  # G and its transpose (_solve's G2)
     a += 2 * m * m
     v = F[a:a + m]
     a += m
-    scratch = F[a:a + 15].reshape((5, 3))
+    scratch = carve(F, a, (5, 3))
     a += 15
-    g = F[a:a + ns * nv].reshape((ns, nv))
+    g = carve(F, a, (ns, nv))
     a += ns * nv
-    impulses = F[a:a + ns * nv].reshape((ns, nv))
+    impulses = carve(F, a, (ns, nv))
     a += ns * nv
     u_bar = F[a:a + nv]
     du = F[a + nv:a + 2 * nv]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from raisimcli.jit import kernel
+from raisimcli.jit import carve, kernel
 from raisimcli.linalg import Cholesky
 from raisimcli.physics.constraints import eliminate
 from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
@@ -78,28 +78,28 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, kp, kd, q_ref, u_ref, tau_f
     nj = idx.shape[0]
     b_out = C[0:n]
     a = n + n_act * n
-    T = C[n:a].reshape((n_act, n))
+    T = carve(C, n, (n_act, n))
     peak, gear = C[a:a + n_act], C[a + n_act:a + 2 * n_act]
     a += 2 * n_act
     j_lower, j_upper, vmax = C[a:a + nj], C[a + nj:a + 2 * nj], C[a + 2 * nj:a + 3 * nj]
-    M_pin = F[0:n * n].reshape((n, n))
-    TM = F[n * n:2 * n * n].reshape((n, n))
+    M_pin = carve(F, 0, (n, n))
+    TM = carve(F, n * n, (n, n))
     a = 2 * n * n
     c = F[a:a + n]
-    v = F[a + n:a + 2 * n].reshape((n, 1))
-    o = F[a + 2 * n:a + 3 * n].reshape((n, 1))
-    rhs = F[a + 3 * n:a + 4 * n].reshape((n, 1))
-    x = F[a + 4 * n:a + 5 * n].reshape((n, 1))
+    v = carve(F, a + n, (n, 1))
+    o = carve(F, a + 2 * n, (n, 1))
+    rhs = carve(F, a + 3 * n, (n, 1))
+    x = carve(F, a + 4 * n, (n, 1))
     w = F[a + 5 * n:a + 6 * n]
     tau_ext = F[a + 6 * n:a + 7 * n]
-    M_tilde = F[a + 7 * n:a + 7 * n + n * n].reshape((n, n))
+    M_tilde = carve(F, a + 7 * n, (n, n))
     a = 3 * n * n + 7 * n  # the results
-    M = F[a:a + n * n].reshape((n, n))
+    M = carve(F, a, (n, n))
     a += n * n
     h, spring_err, tau_cmd, b = F[a:a + n], F[a + n:a + 2 * n], F[a + 2 * n:a + 3 * n], \
         F[a + 3 * n:a + 4 * n]
     a += 4 * n
-    L = F[a:a + n * n].reshape((n, n))
+    L = carve(F, a, (n, n))
     u_star = F[a + n * n:a + n * n + n]
     _mass_matrix(M_upper, bu, R, M_pin, TM, M)
     if flags[0]:

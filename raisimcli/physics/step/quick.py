@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from raisimcli.jit import kernel
+from raisimcli.jit import carve, kernel
 from raisimcli.physics.collision import _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
 from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
@@ -91,7 +91,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     BF, W = QF[0:BI[13]], QF[BI[13]:]
     stage_C = BF[0:lc]
     fric = BF[lc:lc + nj]
-    up = BF[lc + nj:lc + nj + 9].reshape((3, 3))
+    up = carve(BF, lc + nj, (3, 3))
     back_emf = BF[lc + nj + 9:lc + nj + 9 + n_act]
     bu = stage_I[stage_I[6]:stage_I[7]]  # (the conventions' block_u)
     q_to_pin, bq = BI[BI[14]:BI[15]], BI[BI[15]:BI[12]]
@@ -117,7 +117,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     SF = W[0:ls]
     q_next, u_next, q_err = OF[0:nq], OF[nq:nq + n], OF[nq + n:nq + 2 * n]
     a = nq + 2 * n
-    table = OF[a:a + _TABLE_ROWS * n].reshape((_TABLE_ROWS, n))
+    table = carve(OF, a, (_TABLE_ROWS, n))
     a += _TABLE_ROWS * n
     act = OF[a:a + 5 * n_act + n]
     a += 5 * n_act + n
@@ -163,7 +163,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
         return
     codes = OI[_HEAD:_HEAD + m]
     RF = W[ls:ls + m0 * n + 4 * m0]
-    bJ = RF[0:m0 * n].reshape((m0, n))
+    bJ = carve(RF, 0, (m0, n))
     btarget, blo = RF[m0 * n:m0 * n + m0], RF[m0 * n + m0:m0 * n + 2 * m0]
     bhi, bmu = RF[m0 * n + 2 * m0:m0 * n + 3 * m0], RF[m0 * n + 3 * m0:m0 * n + 4 * m0]
     for r in range(m0 * n):
@@ -201,24 +201,24 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     # the contacts' arrays (ContactSet of _spheres_on_ground), their rows' codes
     bodies = OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + nc]
     shapes = OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + nc]
-    points = OF[c0:c0 + 3 * nc].reshape((nc, 3))
+    points = carve(OF, c0, (nc, 3))
     c = c0 + 3 * nc
-    frames = OF[c:c + 9 * nc].reshape((nc, 3, 3))
+    frames = carve(OF, c, (nc, 3, 3))
     c += 9 * nc
     distance = OF[c:c + nc]
-    params = OF[c + nc:c + 6 * nc].reshape((nc, 5))
+    params = carve(OF, c + nc, (nc, 5))
     c += 6 * nc
-    impulse = OF[c:c + 3 * nc].reshape((nc, 3))
-    impulse_contact = OF[c + 3 * nc:c + 6 * nc].reshape((nc, 3))
-    velocity_contact = OF[c + 6 * nc:c + 9 * nc].reshape((nc, 3))
+    impulse = carve(OF, c, (nc, 3))
+    impulse_contact = carve(OF, c + 3 * nc, (nc, 3))
+    velocity_contact = carve(OF, c + 6 * nc, (nc, 3))
     target_c = OF[c + 9 * nc:c + 10 * nc]
     if nc:
         ns_ = rs_I[0]
         e_shape = rs_I[BI[4]:BI[4] + ns_]
         e_bodies = rs_I[BI[5]:BI[5] + ns_]
-        e_point = rs_F[BI[6]:BI[6] + 3 * ns_].reshape((ns_, 3))
+        e_point = carve(rs_F, BI[6], (ns_, 3))
         e_distance = rs_F[BI[7]:BI[7] + ns_]
-        e_params = rs_F[BI[8]:BI[8] + 5 * ns_].reshape((ns_, 5))
+        e_params = carve(rs_F, BI[8], (ns_, 5))
         for e in range(nc):
             bodies[e], shapes[e] = e_bodies[e], e_shape[e]
             distance[e] = e_distance[e]
@@ -266,7 +266,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     for i in range(integ.shape[0]):
         RI[lr + 7 + i] = integ[i]
     # spec steps 4-6 and 5's table (alone._impulse_step, in _workspace's layout)
-    L = SF[M_end + 4 * n:M_end + 4 * n + n * n].reshape((n, n))
+    L = carve(SF, M_end + 4 * n, (n, n))
     FI = W[ls + m0max * n + 4 * m0max:]
     II = WI[3 + 2 * m0max + m0max + 3 * emax + 4 + 7 + integ.shape[0]:]
     sweeps = _impulse_step(RF, RI, J_world, pl_T, supports, bu, R, bodies, points, frames,
@@ -274,7 +274,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
                            target_c, L, q, u, u_star, lam, max_iterations, tolerance, dt,
                            u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
                            FI, II, u_next, q_next, table)
-    force = OF[c + 10 * nc:c + 13 * nc].reshape((nc, 3))
+    force = carve(OF, c + 10 * nc, (nc, 3))
     for e in range(nc):  # (ContactSet.loads_on's vectors: numpy's impulse / dt, entry by entry)
         for i in range(3):
             force[e, i] = impulse[e, i] / dt
@@ -304,13 +304,13 @@ def _next_inputs(q_next, u_next, q_to_pin, bq, bu, out, inverse_dynamics, u, dt,
     as InverseDynamics.after_step makes it (_step_pin_acceleration). `scratch`: 2 nv floats."""
     nq, n, k = q_next.shape[0], u_next.shape[0], bq.shape[0]
     if k:  # (T = I: pinocchio_inputs makes them as cheaply from Python, without this call's views)
-        _pin_inputs(q_next, u_next.reshape((n, 1)), q_to_pin, bq, bu, out[0:nq],
-                    out[nq + n:nq + n + 9 * k].reshape((k, 3, 3)), out[nq:nq + n].reshape((n, 1)))
+        _pin_inputs(q_next, carve(u_next, 0, (n, 1)), q_to_pin, bq, bu, out[0:nq],
+                    carve(out, nq + n, (k, 3, 3)), carve(out, nq, (n, 1)))
     if inverse_dynamics:
         a = nq + n + 9 * k
         _step_pin_acceleration(u_next, u, dt, stage_I[0] != 0, bu, R, u_pin,
-                               stage_I[stage_I[7]:stage_I[8]], scratch[0:n].reshape((n, 1)),
-                               scratch[n:2 * n].reshape((n, 1)), out[a:a + n])
+                               stage_I[stage_I[7]:stage_I[8]], carve(scratch, 0, (n, 1)),
+                               carve(scratch, n, (n, 1)), out[a:a + n])
 
 
 class QuickScratch:

@@ -1,0 +1,47 @@
+"""raisimcli.jit.carve: the compiled loops' views of packed 1-D arrays, which must be the arrays
+numpy's slice and reshape make (same entries, same shape, C order, sharing the memory)."""
+
+import numba
+import numpy as np
+import pytest
+
+from raisimcli.jit import carve
+
+
+@numba.njit
+def _carved(buffer, start, rows, cols, k):
+    return (carve(buffer, start, (rows, cols)), carve(buffer, start, (k, 3, 3)),
+            carve(buffer, start, (rows,)), carve(buffer, start, (rows, 1)))
+
+
+@pytest.mark.parametrize("start,rows,cols,k", [(0, 4, 5, 2), (7, 3, 3, 1), (11, 6, 1, 0),
+                                               (40, 0, 3, 0)])
+def test_a_carved_array_is_numpy_s_slice_and_reshape(start, rows, cols, k):
+    buffer = np.random.default_rng(start).normal(size=60)
+    got = _carved(buffer, start, rows, cols, k)
+    expected = (buffer[start:start + rows * cols].reshape(rows, cols),
+                buffer[start:start + 9 * k].reshape(k, 3, 3),
+                buffer[start:start + rows], buffer[start:start + rows].reshape(rows, 1))
+    for a, b in zip(got, expected):
+        assert a.shape == b.shape and a.flags["C_CONTIGUOUS"]
+        assert a.tobytes() == b.tobytes()
+    if rows and cols:  # a view: a write shows in the buffer
+        got[0][rows - 1, cols - 1] = 123.0
+        assert buffer[start + rows * cols - 1] == 123.0
+
+
+def test_a_carved_array_keeps_its_buffer_alive():
+    carved = _carved(np.arange(30.0), 3, 4, 4, 1)[0]  # (nothing else holds the buffer)
+    np.ones(1000)  # (memory a freed buffer could be given to)
+    assert carved.tobytes() == np.arange(3.0, 19.0).reshape(4, 4).tobytes()
+
+
+def test_carve_outside_a_compiled_loop_is_the_slice_and_reshape():
+    buffer = np.arange(20.0)
+    view = carve(buffer, 2, (3, 4))
+    assert np.array_equal(view, buffer[2:14].reshape(3, 4)) and view.base is not None
+
+
+def test_carve_refuses_a_strided_buffer_when_compiled():
+    with pytest.raises(numba.core.errors.TypingError):
+        _carved(np.arange(60.0)[::2], 0, 2, 2, 0)
