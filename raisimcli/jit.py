@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit, types
 from numba.core import caching, cgutils
 from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
 _ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -135,27 +135,30 @@ def _at_our_level(compile_):
 
 
 def kernel(fn):
-    """`numba.njit(cache=True)(fn)`, stamped with the package's digest (see the module) and
-    optimised at LLVM's level _OPT."""
-    dispatcher = njit(cache=True)(fn)
+    """`numba.njit(cache=True, _nrt=False)(fn)`, stamped with the package's digest (see the
+    module) and optimised at LLVM's level _OPT.
+
+    Without numba's runtime (NRT, the reference counts of the arrays it allocates): a loop takes
+    its arrays from its caller, writes into them and returns numbers, and allocates nothing (it
+    could not: numba refuses an allocation or a new array returned there). numba then neither
+    makes a reference-counted handle for each array argument at the call nor counts the
+    references of each view inside the loop (an atomic increment and decrement, a few hundred
+    per step; the caller's arrays live as long as the call). It took a sixth off the standing
+    quadruped's step (benchmarks/README.md), and changes no result."""
+    dispatcher = njit(cache=True, _nrt=False)(fn)
     if _OPT is not None and hasattr(dispatcher, "compile"):  # (NUMBA_DISABLE_JIT=1: fn itself)
         dispatcher.compile = _at_our_level(dispatcher.compile)
     return dispatcher
 
 
-def carve(buffer, start, shape):
-    """The C-ordered array of `shape` (a tuple of ints) whose entries are those of the contiguous
-    1-D `buffer` from index `start` on: `buffer[start:start + prod(shape)].reshape(shape)`, a view,
-    without its checks. In a compiled loop it is made in place (the overload below) rather than by
-    numba's `reshape`, whose call into numba's helper library costs about 20 ns and whose code
-    about 30 ms of a fresh environment's compile, at each of the many places where the loops cut
-    their packed arguments and scratch into matrices (benchmarks/README.md). The caller keeps
-    start + prod(shape) within the buffer, as it would for the slice."""
+def _carve_python(buffer, start, shape):
+    """carve as Python: `buffer[start:start + prod(shape)].reshape(shape)`."""
     return buffer[start:start + int(np.prod(shape))].reshape(shape)
 
 
 @intrinsic
 def _carved(typingctx, buffer, start, shape):
+    """carve in a compiled loop: the view's pointer, shape and strides filled in place."""
     if not (isinstance(buffer, types.Array) and buffer.ndim == 1 and buffer.layout == "C"
             and isinstance(shape, types.UniTuple) and isinstance(shape.dtype, types.Integer)):
         return None
@@ -181,8 +184,13 @@ def _carved(typingctx, buffer, start, shape):
     return out(buffer, start, shape), codegen
 
 
-@overload(carve, jit_options={"cache": True})
-def _carve(buffer, start, shape):
-    if isinstance(buffer, types.Array) and buffer.layout == "C" and buffer.ndim == 1:
-        return lambda buffer, start, shape: _carved(buffer, start, shape)
-    return None
+# carve(buffer, start, shape): the C-ordered array of `shape` (a tuple of ints) whose entries are
+# those of the contiguous 1-D `buffer` from index `start` on, a view: what
+# `buffer[start:start + prod(shape)].reshape(shape)` gives, without its checks (the caller keeps
+# start + prod(shape) within the buffer, as it would for the slice). In a compiled loop it is
+# made in place rather than by numba's `reshape`, whose call into numba's helper library cost
+# about 20 ns and whose code about 30 ms of a fresh environment's compile, at each of the many
+# places where the loops cut their packed arguments and scratch into matrices
+# (benchmarks/README.md). With NUMBA_DISABLE_JIT=1, where the loops run as Python, it is the
+# slice and reshape.
+carve = _carve_python if numba.config.DISABLE_JIT else _carved

@@ -89,3 +89,23 @@ def test_numba_opt_set_by_the_user_is_kept():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "NUMBA_OPT": "3"}).stdout.split()
     assert out == ["None", "compile"]
+
+
+def test_the_loops_run_without_numba_s_reference_counting():
+    """Every loop of the step is compiled without NRT (raisimcli/jit.py's kernel): no reference
+    counting at run time."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    loops = []
+    for info in pkgutil.walk_packages(raisimcli.__path__, "raisimcli."):
+        if info.name.endswith("__main__") or ".cli" in info.name:
+            continue
+        module = importlib.import_module(info.name)
+        loops += [f for f in vars(module).values()
+                  if isinstance(f, Dispatcher) and f.py_func.__module__ == info.name]
+    assert len(loops) > 50
+    assert all(f.targetoptions.get("_nrt") is False for f in loops), \
+        [f.py_func.__qualname__ for f in loops if f.targetoptions.get("_nrt") is not False]

@@ -254,7 +254,12 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
                     work[i, j] = D[i, j]
             rank = _pivoted_rank(work, tolerance * scale, perm)
     kept = perm[:rank]
-    kept.sort()  # (perm[:rank] sorted in place: the kept rows in row order)
+    for a in range(1, rank):  # kept sorted in place (insertion sort): the kept rows in row order
+        r, b = kept[a], a
+        while b > 0 and kept[b - 1] > r:
+            kept[b] = kept[b - 1]
+            b -= 1
+        kept[b] = r
     for a in range(rank):
         r = kept[a]
         for c in range(nv):
