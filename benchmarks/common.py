@@ -87,7 +87,7 @@ def breakdown(step, steps: int = 3000) -> tuple[float, list]:
         for owner, name, fn in undo:
             setattr(owner, name, fn)
 
-    @njit
+    @njit(_nrt=False)  # (as raisimcli.jit.kernel compiles the step's loops)
     def nothing(*args):
         return 0
 
