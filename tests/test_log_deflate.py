@@ -24,7 +24,7 @@ def _unshuffle(raw: bytes, itemsize: int) -> bytes:
 @pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float32])
 def test_deflate_is_shuffle_then_zlib(dtype, with_numpy, monkeypatch):
     """In the writer's process (numpy's transpose) and in the helper's (the standard library's
-    strided copies)."""
+    strided slices of bytes)."""
     import raisimcli.log.deflate as module
     if not with_numpy:
         monkeypatch.setattr(module, "_np", None)
