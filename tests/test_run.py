@@ -554,7 +554,7 @@ def test_rows_copied_from_the_step_record_are_the_getters_rows(tmp_path, scenari
     """The writer copies q, u, the torque table and the actuators' states of a quick step from
     its record in one operation (ArticulatedSystem.step_record); with no record it reads each
     signal from its getter. It reads a quick step's contacts from their packed arrays
-    (PackedContacts.log_key, log_arrays), else from a ContactSet's attributes. The two logs hold
+    (PackedContacts.log_key, log_block), else from a ContactSet's attributes. The two logs hold
     the same bits in every dataset."""
     from raisimcli.physics.articulated_system import ArticulatedSystem
     from raisimcli.physics.contacts import ContactSet
@@ -565,7 +565,7 @@ def test_rows_copied_from_the_step_record_are_the_getters_rows(tmp_path, scenari
     for use in (True, False):
         if not use:
             monkeypatch.setattr(ArticulatedSystem, "step_record", lambda self: None)
-            for name in ("log_key", "log_arrays"):
+            for name in ("log_key", "log_arrays", "log_block"):
                 monkeypatch.setattr(PackedContacts, name, getattr(ContactSet, name))
         out = tmp_path / f"{use}.h5"
         r = run("run", os.path.join(SCENARIOS, scenario), "-o", out, "--duration", "0.6", "--set",

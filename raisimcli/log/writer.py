@@ -363,11 +363,13 @@ class LogWriter:
         self._pair_rows: dict = {}  # a step's ContactSet.log_key -> its body indices
 
     def _contact_columns(self, cs) -> tuple:
-        """What the contact datasets take of a step's contacts (a ContactSet): position, normal,
-        the impulses, the distance (_flush_contacts makes the force and the penetration of a
-        chunk's rows at once) and the two bodies' name indices. The geometry is kept as it is
-        (detection makes new arrays each step), the results are copied (a second integrate2
-        without integrate1 would write them again)."""
+        """What the contact datasets take of a step's contacts (a ContactSet): (their number,
+        the two bodies' name indices, the arrays). The arrays: the set's log_block when it has
+        one (a quick step's results, unpacked for a chunk's rows at once), else position,
+        normal, the impulses and the distance (_flush_contacts makes the force and the
+        penetration of a chunk's rows at once), the geometry as it is (detection makes new
+        arrays each step), the results copied (a second integrate2 without integrate1 would
+        write them again)."""
         key = cs.log_key()  # the same contacts as a step before (a robot standing): a lookup
         bodies = self._pair_rows.get(key)
         if bodies is None:
@@ -377,8 +379,12 @@ class LogWriter:
             bodies = self._pair_rows[key] = np.array(
                 [(name(sa, la), name(sb, nb)) for sa, _, la, sb, _, nb in meta],
                 dtype=np.int32).reshape(len(meta), 2)  # (read, never written)
+        packed = cs.log_block()
+        if packed is not None:  # (the step's own results: copied when the chunk is written)
+            return len(bodies), bodies, packed
         points, normals, impulse, impulse_contact, distance = cs.log_arrays()
-        return points, normals, impulse.copy(), impulse_contact.copy(), distance, bodies
+        return len(bodies), bodies, (points, normals, impulse.copy(), impulse_contact.copy(),
+                                     distance)
 
     def _contact_name(self, system, link: str) -> int:
         name = link if system is None else f"{system.name}/{link}"
@@ -685,7 +691,7 @@ class LogWriter:
 
     def _flush_contacts(self, r0: int, n: int, contact_rows: list) -> None:
         ds = self._contact_ds
-        counts = np.array([len(cols[0]) for cols in contact_rows], dtype=np.int64)
+        counts = np.array([row[0] for row in contact_rows], dtype=np.int64)
         starts = self._contact_total + np.concatenate([[0], np.cumsum(counts)[:-1]])
         for name, values in (("count", counts), ("start", starts)):
             ds[name].resize((r0 + n,))
@@ -694,9 +700,9 @@ class LogWriter:
         if k:
             self._contact_index.resize((k0 + k,))
             self._contact_index[k0:] = np.arange(k0, k0 + k)
-            steps = [cols for cols in contact_rows if len(cols[0])]
-            points, normals, impulse, impulse_contact, distance, bodies = (
-                np.concatenate([cols[i] for cols in steps]) for i in range(6))
+            steps = [row for row in contact_rows if row[0]]
+            points, normals, impulse, impulse_contact, distance = _contact_arrays(steps)
+            bodies = np.concatenate([row[1] for row in steps])
             depth = -distance  # (the force and the penetration entry by entry, as row by row)
             columns = [points, normals, impulse, impulse_contact, impulse / self.dt,
                        np.where(depth > 0.0, depth, 0.0), bodies[:, 0], bodies[:, 1]]
@@ -739,6 +745,26 @@ class LogWriter:
         if not self.closed:
             self._fail()
             self.failed = False
+
+
+def _contact_arrays(steps: list) -> tuple:
+    """The contact datasets' (points, normals, impulse, impulse_contact, distance) of the rows
+    `steps` (_contact_columns: (n, bodies, arrays or a log_block)), the contacts in row order.
+    Consecutive rows whose blocks unpack alike and have as many contacts are unpacked at once."""
+    parts, i = [], 0
+    while i < len(steps):
+        n, _, data = steps[i]
+        if len(data) != 2:  # log_arrays' five
+            parts.append(data)
+            i += 1
+            continue
+        unpack, j = data[1], i + 1
+        while j < len(steps) and steps[j][0] == n and len(steps[j][2]) == 2 and \
+                steps[j][2][1] is unpack:
+            j += 1
+        parts.append(unpack(np.stack([row[2][0] for row in steps[i:j]]), n))
+        i = j
+    return tuple(np.concatenate([part[k] for part in parts]) for k in range(5))
 
 
 class _RecordColumns:

@@ -243,6 +243,13 @@ class ContactSet(Sequence):
         return self.points, self.frames[:, :, 2], self.impulse, self.impulse_contact, \
             self.distance
 
+    def log_block(self):
+        """None, or the contacts' log arrays packed as one array of the step's results that no
+        later step writes, with the function that unpacks them: (block, unpack), where
+        unpack(blocks, n) gives log_arrays' five arrays (copies) of several such steps' blocks
+        of n contacts each stacked as rows, the steps one after the other (PackedContacts)."""
+        return None
+
     def touches(self, system) -> bool:
         """Whether any contact involves `system`."""
         if self.alone is not None:

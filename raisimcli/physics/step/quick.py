@@ -497,6 +497,12 @@ class PackedContacts(ContactSet):
             OF[c + 18 * n:c + 21 * n].reshape(n, 3), OF[c + 21 * n:c + 24 * n].reshape(n, 3), \
             OF[c + 12 * n:c + 13 * n]
 
+    def log_block(self):
+        """ContactSet.log_block: the points, frames, distances, params and impulses of the
+        contacts, end to end in OF (__getattr__'s layout), and _log_columns."""
+        _, OF, _, c, n, _, _ = self._packed
+        return OF[c:c + 24 * n], _log_columns
+
     def __getattr__(self, name):
         if name not in _LAZY:
             raise AttributeError(name)
@@ -516,6 +522,16 @@ class PackedContacts(ContactSet):
         self.velocity_contact = OF[c + 6 * n:c + 9 * n].reshape(n, 3)
         self.target = OF[c + 9 * n:c + 10 * n]
         return getattr(self, name)
+
+
+def _log_columns(blocks: np.ndarray, n: int) -> tuple:
+    """log_arrays' (points, normals, impulse, impulse_contact, distance) of k steps' contacts,
+    from their log_block blocks stacked as the rows of `blocks` (k, 24 n), n contacts each: the
+    k n contacts in step order, as concatenating each step's log_arrays gives them."""
+    k = blocks.shape[0] * n
+    return (blocks[:, 0:3 * n].reshape(k, 3), blocks[:, 3 * n:12 * n].reshape(k, 3, 3)[:, :, 2],
+            blocks[:, 18 * n:21 * n].reshape(k, 3), blocks[:, 21 * n:24 * n].reshape(k, 3),
+            blocks[:, 12 * n:13 * n].reshape(k))
 
 
 def step(world, s, warm_start):
