@@ -5,7 +5,7 @@ each row; this one is the scoreboard.
     python benchmarks/goals.py [--first-run]
 
 --first-run also times the first run of a fresh copy of the package (numba compiling every loop:
-13-18 s with the helper process of raisimcli/warmup.py, 20-27 s without), which the table
+12-15 s with the helper process of raisimcli/warmup.py, 22-26 s without), which the table
 otherwise leaves out.
 """
 
@@ -200,8 +200,8 @@ def first_run(helper: bool = True) -> tuple:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--first-run", action="store_true",
-                    help="also time a fresh copy's first run (numba compiling: 13-18 s, and "
-                         "20-27 s without the helper)")
+                    help="also time a fresh copy's first run (numba compiling: 12-15 s, and "
+                         "22-26 s without the helper)")
     args = ap.parse_args()
     rows = []  # (goal, ours, reference, unit, ratio, kind, limit)
 
