@@ -565,7 +565,7 @@ def test_rows_copied_from_the_step_record_are_the_getters_rows(tmp_path, scenari
     for use in (True, False):
         if not use:
             monkeypatch.setattr(ArticulatedSystem, "step_record", lambda self: None)
-            for name in ("log_key", "log_arrays", "log_block"):
+            for name in ("log_key", "log_block"):
                 monkeypatch.setattr(PackedContacts, name, getattr(ContactSet, name))
         out = tmp_path / f"{use}.h5"
         r = run("run", os.path.join(SCENARIOS, scenario), "-o", out, "--duration", "0.6", "--set",

@@ -489,14 +489,6 @@ class PackedContacts(ContactSet):
         rs, _, OI, _, n, emax, m0max = self._packed
         return rs.token, OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + n].tobytes()
 
-    def log_arrays(self) -> tuple:
-        """ContactSet.log_arrays as views of the packed results (__getattr__'s layout), without
-        making the other attributes."""
-        _, OF, _, c, n, _, _ = self._packed
-        return OF[c:c + 3 * n].reshape(n, 3), OF[c + 3 * n:c + 12 * n].reshape(n, 3, 3)[:, :, 2], \
-            OF[c + 18 * n:c + 21 * n].reshape(n, 3), OF[c + 21 * n:c + 24 * n].reshape(n, 3), \
-            OF[c + 12 * n:c + 13 * n]
-
     def log_block(self):
         """ContactSet.log_block: the points, frames, distances, params and impulses of the
         contacts, end to end in OF (__getattr__'s layout), and _log_columns."""
