@@ -452,9 +452,10 @@ class InverseDynamics:
         if at_state and load_arrays is not None and load_arrays[0]:
             R_T = s.placement_views  # (_loads_of made them current: computeJointJacobians' oMi,
             # which are forwardKinematics' bit for bit, tests/test_inverse_dynamics.py)
-        else:
-            pin.forwardKinematics(pm, data, q_pin)  # data.oMi: rnea works in local frames
         pin.rnea(pm, data, q_pin, u_pin, a_pin, fext)
+        if R_T is None:  # data.oMi from the joints' placements rnea computed (it works in local
+            # frames): forwardKinematics' bit for bit, in 0.25 us instead of 0.64
+            pin.updateGlobalPlacements(pm, data)
 
         # every wrench about the world origin first, then moved to its joint's position at once
         if self._views is not None:  # one compiled pass (_wrenches)
