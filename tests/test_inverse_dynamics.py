@@ -273,10 +273,12 @@ def test_the_steps_call_gives_the_bits_of_compute(rng, urdf):
         assert np.isfinite(by_step.force).all() and np.abs(by_step.force).max() > 0
 
 
-def test_placements_after_rnea_are_forward_kinematics_bit_for_bit(rng):
-    """Inverse dynamics reads the body placements that Pinocchio's updateGlobalPlacements makes
-    from rnea's joint placements, instead of running forwardKinematics before rnea: the two give
-    the same bits for every shipped robot."""
+@pytest.mark.parametrize("way", ["computeJointJacobians", "rnea, updateGlobalPlacements"])
+def test_placements_inverse_dynamics_reads_are_forward_kinematics_bit_for_bit(rng, way):
+    """Inverse dynamics reads body placements it did not get from forwardKinematics: with loads,
+    those the step computed (computeJointJacobians, ArticulatedSystem.body_placements); without,
+    those Pinocchio's updateGlobalPlacements composes from rnea's joint placements. Both give
+    forwardKinematics' bits for every shipped robot."""
     import pinocchio as pin
     from conftest import SHIPPED
     from states import random_state
@@ -286,30 +288,12 @@ def test_placements_after_rnea_are_forward_kinematics_bit_for_bit(rng):
         for _ in range(10):
             s.set_state(*random_state(s.model, rng))
             q_pin, u_pin, _ = s.pinocchio_inputs()
-            a_pin = rng.normal(size=m.nv)
             a, b = m.createData(), m.createData()
             pin.forwardKinematics(m, a, q_pin)
-            pin.rnea(m, b, q_pin, u_pin, a_pin)
-            pin.updateGlobalPlacements(m, b)
-            for k in range(m.njoints):
-                assert a.oMi[k].homogeneous.tobytes() == b.oMi[k].homogeneous.tobytes(), path
-
-
-def test_joint_jacobians_placements_are_forward_kinematics_bit_for_bit(rng):
-    """A step's inverse dynamics with loads reads the body placements the step computed
-    (computeJointJacobians, ArticulatedSystem.body_placements) instead of running Pinocchio's
-    forwardKinematics again: the two give the same bits for every shipped robot."""
-    import pinocchio as pin
-    from conftest import SHIPPED
-    from states import random_state
-    for path in SHIPPED:
-        s = World().add_articulated_system(path)
-        m = s.pinocchio.model
-        for _ in range(10):
-            s.set_state(*random_state(s.model, rng))
-            q_pin = s.pinocchio_inputs()[0]
-            a, b = m.createData(), m.createData()
-            pin.forwardKinematics(m, a, q_pin)
-            pin.computeJointJacobians(m, b, q_pin)
+            if way == "computeJointJacobians":
+                pin.computeJointJacobians(m, b, q_pin)
+            else:
+                pin.rnea(m, b, q_pin, u_pin, rng.normal(size=m.nv))
+                pin.updateGlobalPlacements(m, b)
             for k in range(m.njoints):
                 assert a.oMi[k].homogeneous.tobytes() == b.oMi[k].homogeneous.tobytes(), path
