@@ -1,6 +1,9 @@
 """The quadruped standing on the ground under PD, four foot contacts, dt = 1 ms: raisimcli's
-World.integrate() against MuJoCo's mj_step on an equivalent model (benchmarks/quadruped_mujoco.xml:
-the same bodies, masses and inertias, four sphere feet, PD servos), timed in the same run.
+World.integrate() against MuJoCo's mj_step on the same model (benchmarks/quadruped_mujoco.xml:
+the same bodies, masses and inertias, four sphere feet, PD servos, and the joints' rotor inertia,
+damping, dry friction, position limits and effort limits), timed in the same run. A second line
+times MuJoCo without the joints' damping, friction and limits (bodies_only(): the reference of the
+sessions before 2026-12-05, which solved 16 constraint rows against our 26).
 Prints the ratio and where raisimcli's time goes (common.breakdown: a timer around each compiled
 and Pinocchio call, and what passing each compiled call's arguments costs); then the drop of
 scenarios/quadruped_drop.toml (feet 0.5 m above the ground, legs held by the same PD): the first
@@ -10,6 +13,7 @@ second, fall, impacts and settling, from the same start in both, best of three.
 """
 
 import os
+import re
 import time
 
 import mujoco
@@ -39,8 +43,19 @@ def ours(height: float = STAND, settle: int = 500):
     return w, r
 
 
-def theirs(height: float = STAND, settle: int = 500):
-    m = mujoco.MjModel.from_xml_path(os.path.join(HERE, "quadruped_mujoco.xml"))
+def bodies_only(xml: str) -> str:
+    """The MJCF `xml` without the joints' damping, dry friction and limits and the servos'
+    effort limits: the bodies, the rotor inertia, the feet and the PD servos only."""
+    for term in ("damping", "frictionloss", "limited", "range", "forcelimited", "forcerange"):
+        xml = re.sub(rf' {term}="[^"]*"', "", xml)
+    return xml
+
+
+def theirs(height: float = STAND, settle: int = 500, same: bool = True):
+    """MuJoCo's model and data, settled like ours(); `same`: False for bodies_only()."""
+    with open(os.path.join(HERE, "quadruped_mujoco.xml")) as f:
+        xml = f.read()
+    m = mujoco.MjModel.from_xml_string(xml if same else bodies_only(xml))
     d = mujoco.MjData(m)
     d.qpos[:] = 0
     d.qpos[2], d.qpos[3] = height, 1.0
@@ -74,15 +89,19 @@ def drop_seconds(steps: int = 1000) -> tuple[float, float]:
 def main():
     t_drop, t_drop_mj = drop_seconds()
     print(f"drop from 0.5 m (feet), the first 1000 steps: raisimcli {t_drop * 1e3:.0f} us/step   "
-          f"MuJoCo {t_drop_mj * 1e3:.1f} us/step   ratio {t_drop / t_drop_mj:.0f}x")
+          f"MuJoCo {t_drop_mj * 1e3:.1f} us/step   ratio {t_drop / t_drop_mj:.1f}x")
     w, r = ours()
     m, d = theirs()
+    m0, d0 = theirs(same=False)
     n_contacts = len(w.contacts)
     t_ours = per_call_us(w.integrate, repeat=5, number=300)
     t_mj = per_call_us(lambda: mujoco.mj_step(m, d), repeat=5, number=2000)
+    t_mj0 = per_call_us(lambda: mujoco.mj_step(m0, d0), repeat=5, number=2000)
     print(f"standing quadruped, {n_contacts} contacts (MuJoCo: {d.ncon}), dt = 1 ms")
     print(f"  raisimcli {t_ours:8.1f} us/step   MuJoCo {t_mj:6.1f} us/step   "
-          f"ratio {t_ours / t_mj:.0f}x (goal: 2x)")
+          f"ratio {t_ours / t_mj:.2f}x (goal: 2x; MuJoCo's constraint rows: {d.nefc})")
+    print(f"  MuJoCo without the joints' damping, friction and limits {t_mj0:6.1f} us/step   "
+          f"ratio {t_ours / t_mj0:.2f}x ({d0.nefc} rows)")
     normal = sum(c.impulse[2] for c in w.contacts) / w.dt
     print(f"  foot normal forces {normal:.4f} N, weight {r.model.total_mass * 9.81:.4f} N")
     total, rows = breakdown(w.integrate)

@@ -44,9 +44,12 @@ def alternated(ours_, reference, number: int, ref_number: int, rounds: int = 5) 
     return best[0], best[1]
 
 
-def standing() -> tuple:
+def standing(same: bool = True) -> tuple:
+    """(our step, mj_step) of the standing quadruped; `same`: MuJoCo's model with the joints'
+    damping, friction and limits (the same model), else without (contacts_vs_mujoco's
+    bodies_only: the reference before 2026-12-05)."""
     w, _ = ours()
-    m, d = theirs()
+    m, d = theirs(same=same)
     return alternated(w.integrate, lambda: mujoco.mj_step(m, d), 300, 2000)
 
 
@@ -210,6 +213,7 @@ def main():
         rows.append((goal, ours_, ref, unit, value, kind, limit))
 
     ratio("standing quadruped vs MuJoCo mj_step", *standing(), "us", 2.0)
+    ratio("  the same, MuJoCo without joint terms (rep.)", *standing(same=False), "us", None)
     ratio("drop from 0.5 m vs mj_step (reported)", *drop(), "us", None)
     ratio("arm7 under PD vs the Pinocchio floor", *under_pd("arm7"), "us", 3.0)
     ratio("quadruped under PD vs the Pinocchio floor", *under_pd("quadruped"), "us", 3.0)
