@@ -189,3 +189,51 @@ def test_the_step_record_holds_what_the_getters_read(case, monkeypatch):
     s = w.systems[0]
     s.set_state(s.q, s.u)
     assert s.step_record() is None
+
+
+def _link(s) -> str:
+    return s.model.joints[-1].child  # (a leg's last link: a foot of the quadruped)
+
+
+# what a user's loop reads between two steps (each read alone: a read may leave Pinocchio's data
+# in a state the next one would hide)
+READS = {
+    "get_frame_position": lambda s: s.get_frame_position(_link(s)),
+    "get_frame_orientation": lambda s: s.get_frame_orientation(_link(s)),
+    "get_frame_velocity": lambda s: s.get_frame_velocity(_link(s)),
+    "frame_placements": lambda s: s.frame_placements(),
+    "body_placements": lambda s: s.body_placements(),
+    "get_dense_jacobian": lambda s: s.get_dense_jacobian(_link(s)),
+    "get_center_of_mass": lambda s: s.get_center_of_mass(),
+    "get_linear_momentum": lambda s: s.get_linear_momentum(),
+    "get_angular_momentum": lambda s: s.get_angular_momentum(),
+    "get_mass_matrix": lambda s: s.get_mass_matrix(),
+    "get_nonlinearities": lambda s: s.get_nonlinearities(),
+    "get_inverse_mass_matrix": lambda s: s.get_inverse_mass_matrix(),
+    "get_potential_energy": lambda s: s.get_potential_energy(),
+    "get_generalized_force": lambda s: s.get_generalized_force(),
+}
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+@pytest.mark.parametrize("case", ["drop", "three_apart"])
+def test_reading_a_getter_between_steps_changes_no_step(case, read, monkeypatch):
+    """A getter read between two steps changes nothing the steps compute: the same bits with
+    and without it, through the impacts of the drop (a robot alone) and of three robots apart.
+    (A frame getter once left the quick step reading the last step's joint Jacobians for its
+    contact rows.)"""
+    done = _taken(monkeypatch)
+    worlds = []
+    for reads in (True, False):
+        w = World(0.001)
+        worlds.append((w, _setup(case, w), reads))
+    for k in range(400):
+        for w, _, reads in worlds:
+            _before_step(case, k, w)
+            if reads:
+                for s in w.systems:
+                    READS[read](s)
+            w.integrate()
+        _same(*[(w, s) for w, s, _ in worlds])
+    assert sum(done) >= 400  # (the quick step's: both worlds)
+

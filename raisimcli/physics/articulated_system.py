@@ -298,11 +298,11 @@ class ArticulatedSystem:
         """(R (njoints, 3, 3), T (njoints, 3)): every body's world rotation and position at the
         current state, indexed by Pinocchio joint id. They are views of Pinocchio's data: read
         them, never write them, and read them again after the state changes. None when no views
-        could be made (then read data.oMi)."""
+        could be made (then read data.oMi). The joint Jacobians data.J are then those of the
+        current state too (the quick step reads both)."""
         if self._placements is None:
             return None
-        if "kin" not in self._cache:  # the placements and the joint Jacobians in one pass
-            self._joint_jacobians()
+        self._joint_jacobians()
         return self._placements
 
     def point_jacobian_views(self) -> PointJacobianViews:
