@@ -237,3 +237,33 @@ def test_reading_a_getter_between_steps_changes_no_step(case, read, monkeypatch)
         _same(*[(w, s) for w, s, _ in worlds])
     assert sum(done) >= 400  # (the quick step's: both worlds)
 
+
+@pytest.mark.parametrize("first_pass", ["crba", "nonLinearEffects"])
+def test_placements_after_a_pass_are_compute_joint_jacobians_bit_for_bit(rng, first_pass):
+    """The quick step takes the bodies' placements and joint Jacobians from the joint placements
+    of the Pinocchio pass it has just run (body_placements_after_pass): the bits of
+    computeJointJacobians' own pass from q, for every shipped robot and four real ones."""
+    import pinocchio as pin
+    from conftest import SHIPPED
+    from states import random_state
+    real = [os.path.join(ERD, p) for p in ("a1_description/urdf/a1.urdf",
+                                           "anymal_b_simple_description/robots/anymal.urdf",
+                                           "go2_description/urdf/go2.urdf",
+                                           "ur_description/urdf/ur5_robot.urdf")]
+    for path in SHIPPED + real:
+        s = World().add_articulated_system(path)
+        m = s.pinocchio.model
+        for _ in range(5):
+            s.set_state(*random_state(s.model, rng))
+            q_pin, u_pin, _ = s.pinocchio_inputs()
+            if first_pass == "crba":
+                pin.crba(m, s.pinocchio_data, q_pin)
+            else:
+                pin.nonLinearEffects(m, s.pinocchio_data, q_pin, u_pin)
+            s.body_placements_after_pass()
+            reference = m.createData()
+            pin.computeJointJacobians(m, reference, q_pin)
+            assert s.pinocchio_data.J.tobytes() == reference.J.tobytes(), path
+            for k in range(m.njoints):
+                assert s.pinocchio_data.oMi[k].homogeneous.tobytes() == \
+                    reference.oMi[k].homogeneous.tobytes(), path

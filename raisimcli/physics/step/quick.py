@@ -601,14 +601,19 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     q_pin, u_pin, R = s.pinocchio_inputs()
     upper = s.cached_pinocchio_mass_matrix()
     model, data = s.pinocchio.model, s.pinocchio_data
-    if upper is None:
+    passed = upper is None  # (a pass over data at this state now: its joint placements)
+    if passed:
         upper = pin.crba(model, data, q_pin)
     s.sync_gravity(s.gravity)
     h_pin = s.cached_pinocchio_nonlinearities()  # (a controller's get_nonlinearities)
     if h_pin is None:
         h_pin = pin.nonLinearEffects(model, data, q_pin, u_pin)
-    if detect:
-        s.body_placements()  # (computeJointJacobians: the placements and data.J)
+        passed = True
+    if detect:  # the placements and data.J
+        if passed:
+            s.body_placements_after_pass()
+        else:
+            s.body_placements()
         params = cw.ground_contact_params(rs)
         h, margin = cw.ground_height, cw.margin
         rs_I, rs_F = rs.packed_I, rs.packed_F
