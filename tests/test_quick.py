@@ -216,12 +216,14 @@ READS = {
 
 
 @pytest.mark.parametrize("read", sorted(READS))
-@pytest.mark.parametrize("case", ["drop", "three_apart"])
+@pytest.mark.parametrize("case", ["drop", "three_apart", "box_tilted", "one_onto_another",
+                                  "fourbar", "drop_rk4", "gripper_on_quadruped"])
 def test_reading_a_getter_between_steps_changes_no_step(case, read, monkeypatch):
     """A getter read between two steps changes nothing the steps compute: the same bits with
-    and without it, through the impacts of the drop (a robot alone) and of three robots apart.
-    (A frame getter once left the quick step reading the last step's joint Jacobians for its
-    contact rows.)"""
+    and without it, through the impacts of the drop (a robot alone) and of three robots apart
+    (the quick step), and on the other paths: coal's contacts (the tilted box), robots touching
+    each other, a loop, RK4, a gripper on a quadruped. (A frame getter once left the quick step
+    reading the last step's joint Jacobians for its contact rows.)"""
     done = _taken(monkeypatch)
     worlds = []
     for reads in (True, False):
@@ -235,7 +237,8 @@ def test_reading_a_getter_between_steps_changes_no_step(case, read, monkeypatch)
                     READS[read](s)
             w.integrate()
         _same(*[(w, s) for w, s, _ in worlds])
-    assert sum(done) >= 400  # (the quick step's: both worlds)
+    if case in ("drop", "three_apart"):
+        assert sum(done) >= 400  # (the quick step's, in both worlds)
 
 
 @pytest.mark.parametrize("first_pass", ["crba", "nonLinearEffects"])
