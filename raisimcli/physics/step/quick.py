@@ -56,12 +56,16 @@ from raisimcli.physics.step.solver import WarmStart
 _BACK_OFF = 50  # steps taken by lean.step after the compiled call declined one
 _KINDS = ("position_limit", "velocity_limit", "friction")  # the joint rows' kinds, by code
 _SOURCES = ("joint_limits", "joint_friction", "contacts")  # the row sources, in row order
-_HEAD = 8  # OI's header: contacts, rows, sweeps, sources with impulses (a bit each), status
-# OF's floats per contact: points 3, frames 9, distance 1, params 5, impulse 3, impulse_contact 3,
-# velocity_contact 3, target 1, force 3 (the impulse / dt: the contact loads of inverse dynamics)
+# OF's contact entries, for n contacts: entry E holds each contact's values side by side, from
+# E * n floats after the contacts' start; its width a contact is the next entry's offset minus its
+# own (points 3, frames 9, distance 1, params 5, impulse 3, impulse_contact 3, velocity_contact 3,
+# target 1, force 3: the impulse / dt, the contact loads of inverse dynamics)
+_C_POINTS, _C_FRAMES, _C_DISTANCE, _C_PARAMS = 0, 3, 12, 13
+_C_IMPULSE, _C_IMPULSE_CONTACT, _C_VELOCITY_CONTACT, _C_TARGET, _C_FORCE = 18, 21, 24, 27, 28
 _PER_CONTACT = 31
+_C_LOGGED = _C_VELOCITY_CONTACT  # the entries before it: a contact's row of the log (log_block)
 
-# the compiled call's answers (OI[4])
+# the compiled call's answers (the first entry of what it returns)
 DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
 
 
@@ -80,7 +84,8 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     integer scratch WI; QF is BF (_stage's C, each joint's friction bound per second, the
     ground's contact frame, the back-EMF damping) then the float scratch W. The last step's row
     codes and impulses are the warm start. Writes OF and OI (the layouts in
-    QuickScratch); OI[4] says whether the step was taken (DONE) or why not."""
+    QuickScratch). Returns (DONE or why not, the contacts, the rows, the sweeps, the sources
+    of _SOURCES with impulses: bit k for source k)."""
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
     nj, n_act = BI[9], BI[10]
@@ -99,16 +104,13 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
         bu, bq = bu[0:0], bq[0:0]
     idx = stage_I[stage_I[11]:stage_I[12]]
     vmax = stage_C[lc - nj:lc]
-    for i in range(_HEAD):
-        OI[i] = 0
     # the ground query (ContactWorld.detect of a robot alone on the ground)
     nc = 0
     if detect:
         nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, reach, slack, height, margin,
                                   ground_params, bounds, row)
         if others:
-            OI[4] = NOT_SPHERES
-            return
+            return NOT_SPHERES, 0, 0, 0, 0
     # spec steps 1-3 and u* (lean._stage), with the flags lean._lean_stage sets
     for i in range(4):
         stage_I[1 + i] = (flags >> i) & 1
@@ -127,8 +129,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
                   tau_ff, lower, upper, b_joint, k_s, spring_rest, stall, back_emf, tau_a, SF,
                   q_err, act, states)
     if info != 0:
-        OI[4] = NOT_DEFINITE
-        return
+        return NOT_DEFINITE, 0, 0, 0, 0
     # the joint rows (JointRowTable._build: position limits, velocity limits, then friction)
     n_lim, n_vel, n_fric = 0, 0, 0
     for k in range(nj):
@@ -159,9 +160,8 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
             # it cost a fixed base's step 0.2 us: its arguments' views)
             _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + _PER_CONTACT * emax:],
                          flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
-        OI[4] = DONE
-        return
-    codes = OI[_HEAD:_HEAD + m]
+        return DONE, 0, 0, 0, 0
+    codes = OI[0:m]
     RF = W[ls:ls + m0 * n + 4 * m0]
     bJ = carve(RF, 0, (m0, n))
     btarget, blo = RF[m0 * n:m0 * n + m0], RF[m0 * n + m0:m0 * n + 2 * m0]
@@ -199,19 +199,16 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     for r in range(m0):
         bmu[r] = 0.0
     # the contacts' arrays (ContactSet of _spheres_on_ground), their rows' codes
-    bodies = OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + nc]
-    shapes = OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + nc]
-    points = carve(OF, c0, (nc, 3))
-    c = c0 + 3 * nc
-    frames = carve(OF, c, (nc, 3, 3))
-    c += 9 * nc
-    distance = OF[c:c + nc]
-    params = carve(OF, c + nc, (nc, 5))
-    c += 6 * nc
-    impulse = carve(OF, c, (nc, 3))
-    impulse_contact = carve(OF, c + 3 * nc, (nc, 3))
-    velocity_contact = carve(OF, c + 6 * nc, (nc, 3))
-    target_c = OF[c + 9 * nc:c + 10 * nc]
+    bodies = OI[m0max + 3 * emax:m0max + 3 * emax + nc]
+    shapes = OI[m0max + 4 * emax:m0max + 4 * emax + nc]
+    points = carve(OF, c0 + _C_POINTS * nc, (nc, 3))
+    frames = carve(OF, c0 + _C_FRAMES * nc, (nc, 3, 3))
+    distance = OF[c0 + _C_DISTANCE * nc:c0 + _C_PARAMS * nc]
+    params = carve(OF, c0 + _C_PARAMS * nc, (nc, 5))
+    impulse = carve(OF, c0 + _C_IMPULSE * nc, (nc, 3))
+    impulse_contact = carve(OF, c0 + _C_IMPULSE_CONTACT * nc, (nc, 3))
+    velocity_contact = carve(OF, c0 + _C_VELOCITY_CONTACT * nc, (nc, 3))
+    target_c = OF[c0 + _C_TARGET * nc:c0 + _C_FORCE * nc]
     if nc:
         ns_ = rs_I[0]
         e_shape = rs_I[BI[4]:BI[4] + ns_]
@@ -274,7 +271,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
                            target_c, L, q, u, u_star, lam, max_iterations, tolerance, dt,
                            u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
                            FI, II, u_next, q_next, table)
-    force = carve(OF, c + 10 * nc, (nc, 3))
+    force = carve(OF, c0 + _C_FORCE * nc, (nc, 3))
     for e in range(nc):  # (ContactSet.loads_on's vectors: numpy's impulse / dt, entry by entry)
         for i in range(3):
             force[e, i] = impulse[e, i] / dt
@@ -291,7 +288,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     if bq.shape[0] or flags >> 4 & 1:  # (as above)
         _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + _PER_CONTACT * emax:],
                      flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
-    OI[0], OI[1], OI[2], OI[3], OI[4] = nc, m, sweeps, mask, DONE
+    return DONE, nc, m, sweeps, mask
 
 
 @kernel
@@ -369,7 +366,7 @@ class QuickScratch:
         self.at_pin = self.at_contacts + _PER_CONTACT * emax
         self.n_blocks = 0 if conv.identity else conv.block_q.size
         self.n_of = self.at_pin + nq + nv + 9 * self.n_blocks + nv
-        self.n_oi = _HEAD + mmax + 2 * emax
+        self.n_oi = mmax + 2 * emax
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
         self.none_acting = tr.none_acting
         self.R_none = conv.no_blocks
@@ -475,55 +472,56 @@ class PackedContacts(ContactSet):
         rs, OF, OI, c, n, emax, m0max = self._packed
         if system is not self.alone:
             return None
-        shapes = OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + n]
-        if dt == self._dt:  # the forces the compiled call wrote, after the target
-            vectors = OF[c + 28 * n:c + 31 * n].reshape(n, 3)
-        else:  # (the impulses, after points, frames, distance, params)
-            vectors = OF[c + 18 * n:c + 21 * n].reshape(n, 3) / dt
+        shapes = OI[m0max + 4 * emax:m0max + 4 * emax + n]
+        if dt == self._dt:  # the forces the compiled call wrote
+            vectors = OF[c + _C_FORCE * n:c + _PER_CONTACT * n].reshape(n, 3)
+        else:
+            vectors = OF[c + _C_IMPULSE * n:c + _C_IMPULSE_CONTACT * n].reshape(n, 3) / dt
         return ContactLoads(_links_of(rs, shapes),
-                            OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + n],
-                            OF[c:c + 3 * n].reshape(n, 3), vectors)
+                            OI[m0max + 3 * emax:m0max + 3 * emax + n],
+                            OF[c + _C_POINTS * n:c + _C_FRAMES * n].reshape(n, 3), vectors)
 
     def log_key(self):
         """ContactSet.log_key from the robot's shapes in contact (the meta is made from them)."""
         rs, _, OI, _, n, emax, m0max = self._packed
-        return rs.token, OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + n].tobytes()
+        return rs.token, OI[m0max + 4 * emax:m0max + 4 * emax + n].tobytes()
 
     def log_block(self):
         """ContactSet.log_block: the points, frames, distances, params and impulses of the
         contacts, end to end in OF (__getattr__'s layout), and _log_columns."""
         _, OF, _, c, n, _, _ = self._packed
-        return OF[c:c + 24 * n], _log_columns
+        return OF[c:c + _C_LOGGED * n], _log_columns
 
     def __getattr__(self, name):
         if name not in _LAZY:
             raise AttributeError(name)
         rs, OF, OI, c, n, emax, m0max = self._packed
-        shapes = OI[_HEAD + m0max + 4 * emax:_HEAD + m0max + 4 * emax + n].tolist()
+        shapes = OI[m0max + 4 * emax:m0max + 4 * emax + n].tolist()
         self.meta = [rs.ground_meta[k] for k in shapes]
         self.keys = [rs.ground_key[k] for k in shapes]
-        self.bodies_a = OI[_HEAD + m0max + 3 * emax:_HEAD + m0max + 3 * emax + n]
-        self.points = OF[c:c + 3 * n].reshape(n, 3)
-        c += 3 * n
-        self.frames = OF[c:c + 9 * n].reshape(n, 3, 3)
-        c += 9 * n
-        self.distance, self.params = OF[c:c + n], OF[c + n:c + 6 * n].reshape(n, 5)
-        c += 6 * n
-        self.impulse = OF[c:c + 3 * n].reshape(n, 3)
-        self.impulse_contact = OF[c + 3 * n:c + 6 * n].reshape(n, 3)
-        self.velocity_contact = OF[c + 6 * n:c + 9 * n].reshape(n, 3)
-        self.target = OF[c + 9 * n:c + 10 * n]
+        self.bodies_a = OI[m0max + 3 * emax:m0max + 3 * emax + n]
+        self.points = OF[c + _C_POINTS * n:c + _C_FRAMES * n].reshape(n, 3)
+        self.frames = OF[c + _C_FRAMES * n:c + _C_DISTANCE * n].reshape(n, 3, 3)
+        self.distance = OF[c + _C_DISTANCE * n:c + _C_PARAMS * n]
+        self.params = OF[c + _C_PARAMS * n:c + _C_IMPULSE * n].reshape(n, 5)
+        self.impulse = OF[c + _C_IMPULSE * n:c + _C_IMPULSE_CONTACT * n].reshape(n, 3)
+        self.impulse_contact = OF[c + _C_IMPULSE_CONTACT * n:c + _C_VELOCITY_CONTACT * n] \
+            .reshape(n, 3)
+        self.velocity_contact = OF[c + _C_VELOCITY_CONTACT * n:c + _C_TARGET * n].reshape(n, 3)
+        self.target = OF[c + _C_TARGET * n:c + _C_FORCE * n]
         return getattr(self, name)
 
 
 def _log_columns(blocks: np.ndarray, n: int) -> tuple:
     """log_arrays' (points, normals, impulse, impulse_contact, distance) of k steps' contacts,
-    from their log_block blocks stacked as the rows of `blocks` (k, 24 n), n contacts each: the
-    k n contacts in step order, as concatenating each step's log_arrays gives them."""
+    from their log_block blocks stacked as the rows of `blocks` (k, _C_LOGGED n), n contacts
+    each: the k n contacts in step order, as concatenating each step's log_arrays gives them."""
     k = blocks.shape[0] * n
-    return (blocks[:, 0:3 * n].reshape(k, 3), blocks[:, 3 * n:12 * n].reshape(k, 3, 3)[:, :, 2],
-            blocks[:, 18 * n:21 * n].reshape(k, 3), blocks[:, 21 * n:24 * n].reshape(k, 3),
-            blocks[:, 12 * n:13 * n].reshape(k))
+    return (blocks[:, _C_POINTS * n:_C_FRAMES * n].reshape(k, 3),
+            blocks[:, _C_FRAMES * n:_C_DISTANCE * n].reshape(k, 3, 3)[:, :, 2],
+            blocks[:, _C_IMPULSE * n:_C_IMPULSE_CONTACT * n].reshape(k, 3),
+            blocks[:, _C_IMPULSE_CONTACT * n:_C_VELOCITY_CONTACT * n].reshape(k, 3),
+            blocks[:, _C_DISTANCE * n:_C_PARAMS * n].reshape(k))
 
 
 def step(world, s, warm_start):
@@ -584,7 +582,7 @@ def step_apart(world, warm_start):
 def _run(world, s, rs, warm_start, bounds, row, alone=True):
     """The compiled call for robot s (its shapes rs, or None without the ground; the box of
     its shapes into row `row` of `bounds`): (s, its QuickScratch, the results OF and OI, its
-    shapes) when it took the step, else None (and, for a robot `alone` in its world, the next
+    shapes, what the call returned) when it took the step, else None (and, for a robot `alone` in its world, the next
     _BACK_OFF steps go to lean.step; step_apart keeps the count for several). Nothing of the
     state is changed (see _commit)."""
     qs = s.step_scratch.get("quick")
@@ -632,26 +630,28 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
         scheme = "SEMI_IMPLICIT"
     prev_codes, prev_lam = _previous(qs, warm_start)
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
-    _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
-           int(s.solver_max_iterations), _U_BAR[scheme], detect, flags, qs.rotations,
-           qs.origins, qs.J_world, qs.supports, qs.R_none if R is None else R, rs_I, rs_F,
-           params, bounds, row, qs.QI, qs.QF, upper, h_pin, u_pin, s.q, s.u, kp, kd, s.q_ref,
-           s.u_ref, s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint, s.k_s, s.spring_rest,
-           s.transmission.stall, s.tau_a, s.joint_rows.states, prev_codes, prev_lam, OF, OI)
+    answer = _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
+                    int(s.solver_max_iterations), _U_BAR[scheme], detect, flags,
+                    qs.rotations, qs.origins, qs.J_world, qs.supports,
+                    qs.R_none if R is None else R, rs_I, rs_F, params, bounds, row, qs.QI, qs.QF,
+                    upper, h_pin, u_pin, s.q, s.u, kp, kd, s.q_ref, s.u_ref, s.tau_ff,
+                    s.tau_lower, s.tau_upper, s.b_joint, s.k_s, s.spring_rest,
+                    s.transmission.stall, s.tau_a, s.joint_rows.states, prev_codes, prev_lam,
+                    OF, OI)
     if detect:
         rs.poses_written()
-    if OI[4] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
+    if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
         s.forget_joint_jacobians()
         if alone:
             qs.back_off = _BACK_OFF
         return None
-    return s, qs, OF, OI, rs
+    return s, qs, OF, OI, rs, answer
 
 
-def _commit(dt, s, qs, OF, OI, rs):
-    """The results of robot s's compiled call become its state (ArticulatedSystem.end_step):
-    returns (its ContactSet, its WarmStart)."""
-    nc, m, sweeps, mask = OI[0:4].tolist()
+def _commit(dt, s, qs, OF, OI, rs, answer):
+    """The results of robot s's compiled call (and what it returned, `answer`) become its
+    state (ArticulatedSystem.end_step): returns (its ContactSet, its WarmStart)."""
+    _, nc, m, sweeps, mask = answer
     nq, nv = qs.nq, qs.nv
     names = qs.names_of.get(mask)
     if names is None:
@@ -678,7 +678,7 @@ def _commit(dt, s, qs, OF, OI, rs):
                (OF[p:p + nq], OF[p + nq:p + nq + nv], OF[p + nq + nv:a].reshape(k, 3, 3))
                if k else None, OF[a:a + nv] if start_pin is not None else None,
                (OF, qs.layouts[mask]))
-    return contacts, CodedWarmStart(qs, OI[_HEAD:_HEAD + m], OF[qs.at_lam:qs.at_lam + m])
+    return contacts, CodedWarmStart(qs, OI[0:m], OF[qs.at_lam:qs.at_lam + m])
 
 
 class PackedActuatorState(ActuatorState):
