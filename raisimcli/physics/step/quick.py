@@ -582,9 +582,9 @@ def step_apart(world, warm_start):
 def _run(world, s, rs, warm_start, bounds, row, alone=True):
     """The compiled call for robot s (its shapes rs, or None without the ground; the box of
     its shapes into row `row` of `bounds`): (s, its QuickScratch, the results OF and OI, its
-    shapes, what the call returned) when it took the step, else None (and, for a robot `alone` in its world, the next
-    _BACK_OFF steps go to lean.step; step_apart keeps the count for several). Nothing of the
-    state is changed (see _commit)."""
+    shapes, what the call returned) when it took the step, else None (and, for a robot `alone`
+    in its world, the next _BACK_OFF steps go to lean.step; step_apart keeps the count for
+    several). Nothing of the state is changed (see _commit)."""
     qs = s.step_scratch.get("quick")
     if qs is None or qs.rs is not rs:
         qs = s.step_scratch["quick"] = QuickScratch(s, rs)
