@@ -56,10 +56,10 @@ from raisimcli.physics.step.solver import WarmStart
 _BACK_OFF = 50  # steps taken by lean.step after the compiled call declined one
 _KINDS = ("position_limit", "velocity_limit", "friction")  # the joint rows' kinds, by code
 _SOURCES = ("joint_limits", "joint_friction", "contacts")  # the row sources, in row order
-# OF's contact entries, for n contacts: entry E holds each contact's values side by side, from
-# E * n floats after the contacts' start; its width a contact is the next entry's offset minus its
-# own (points 3, frames 9, distance 1, params 5, impulse 3, impulse_contact 3, velocity_contact 3,
-# target 1, force 3: the impulse / dt, the contact loads of inverse dynamics)
+# OF's contact entries, for n contacts: entry E holds the n contacts' values one after the other,
+# from E * n floats after the contacts' start; an entry's floats per contact are the next entry's
+# offset minus its own (points 3, frames 9, distance 1, params 5, impulse 3, impulse_contact 3,
+# velocity_contact 3, target 1, force 3: the impulse / dt, the contact loads of inverse dynamics)
 _C_POINTS, _C_FRAMES, _C_DISTANCE, _C_PARAMS = 0, 3, 12, 13
 _C_IMPULSE, _C_IMPULSE_CONTACT, _C_VELOCITY_CONTACT, _C_TARGET, _C_FORCE = 18, 21, 24, 27, 28
 _PER_CONTACT = 31
@@ -357,7 +357,7 @@ class QuickScratch:
         # the results: OF is q_next, u_next, q_err, the table, the actuators' block, the
         # impulses, the contacts' arrays, Pinocchio's inputs at (q_next, u_next) (q_pin, u_pin,
         # the rotation blocks of T; written when T is not I), Pinocchio's acceleration of the
-        # step (written for inverse dynamics); OI the header, the codes, the contacts' bodies,
+        # step (written for inverse dynamics); OI the rows' codes, the contacts' bodies,
         # shapes
         self.at_table = nq + 2 * nv
         self.at_act = self.at_table + _TABLE_ROWS * nv
