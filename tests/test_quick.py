@@ -212,6 +212,9 @@ READS = {
     "get_inverse_mass_matrix": lambda s: s.get_inverse_mass_matrix(),
     "get_potential_energy": lambda s: s.get_potential_energy(),
     "get_generalized_force": lambda s: s.get_generalized_force(),
+    # M and h cached too: the quick step then reads its placements through body_placements()
+    "get_frame_position_M_and_h": lambda s: (s.get_mass_matrix(), s.get_nonlinearities(),
+                                             s.get_frame_position(_link(s))),
 }
 
 
