@@ -122,3 +122,40 @@ def test_the_warm_start_by_row_order_is_the_warm_start_by_key(tmp_path):
     assert np.array_equal(both.start(keys), [0.5, -0.25, 2.0])  # the whole
     assert both.keys_list == keys and np.array_equal(both.impulses, [0.5, -0.25, 2.0])
     assert np.array_equal(both.start(other), [2.0, 0.0, 0.5]) and dict(both) == dict(ws)
+
+
+def test_the_commands_are_views_of_one_array_and_assigning_copies_in(tmp_path):
+    """Each command attribute (raisimcli.physics.commands) is a view of `commands`; assigning
+    copies the values in (the caller's array stays its own), another shape is refused, and the
+    step reads what was written into a view in place as it reads a setter's values: the
+    quadruped standing, its gains and targets written in place at step 50, against the same run
+    with the setters (the scenario runner's schedules write the views so)."""
+    from raisimcli.physics.commands import COMMANDS
+    runs = []
+    for how in ("setters", "in place", "unchanged"):
+        w, drivers = _world("quadruped_stand", tmp_path)
+        s = w.systems[0]
+        for name, _ in COMMANDS[:-1]:
+            view = getattr(s, name)
+            assert view.base is s.commands and np.shares_memory(view, s.commands), name
+        out = _steps(w, drivers, 0, 50)
+        kp, kd = s.kp * 0.8, s.kd * 1.5
+        q_ref = s.q_ref.copy()
+        q_ref[7:] += 0.05
+        if how == "in place":
+            s.kp[:], s.kd[:] = kp, kd
+            s.q_ref[7:] = q_ref[7:]
+        elif how == "setters":
+            s.set_pd_gains(kp, kd)
+            s.set_pd_target(q_ref, s.u_ref)
+        kp[:] = 0.0  # (the caller's arrays: the system keeps its copies)
+        assert s.kp.any() and s.kp.base is s.commands
+        out += _steps(w, [], 50, 100)  # (the stand's drivers set the targets once: not again)
+        runs.append(out)
+    assert _identical(runs[0], runs[1])
+    assert not _identical(runs[0], runs[2])  # (the change of gains and targets acts)
+    with pytest.raises(StateError, match="kp must have the shape"):
+        s.kp = np.zeros(s.nv + 1)
+    s.tau_ff = np.arange(float(s.nv))
+    a = s.command_layout["tau_ff"][0]
+    assert np.array_equal(s.commands[a:a + s.nv], np.arange(s.nv))

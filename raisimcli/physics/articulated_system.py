@@ -20,6 +20,7 @@ from raisimcli.errors import StateError
 from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, norm, \
     quadratic_form
 from raisimcli.model import RobotModel, build_pinocchio_model
+from raisimcli.physics.commands import command, command_layout, command_views
 from raisimcli.physics.constraints import eliminate, mimic_plan
 from raisimcli.physics.conventions import Conventions, _rotate_columns
 from raisimcli.physics.pinocchio_views import checked_placements
@@ -82,6 +83,20 @@ class ArticulatedSystem:
     """A robot in a :class:`World`. Vectors are (nq,) for coordinates and (nv,) for velocities and
     generalized forces, in our joint order (see docs/conventions.md)."""
 
+    # the commands and joint terms of spec steps 1-3: views of one array, `commands`
+    # (raisimcli.physics.commands); an assignment copies into the view
+    kp = command("kp", "(nv,) the P gains (read in PD mode)")
+    kd = command("kd", "(nv,) the D gains (read in PD mode)")
+    q_ref = command("q_ref", "(nq,) the position target")
+    u_ref = command("u_ref", "(nv,) the velocity target")
+    tau_ff = command("tau_ff", "(nv,) the feedforward generalized force")
+    tau_lower = command("tau_lower", "(nv,) the lower bound of spec step 1's clamp")
+    tau_upper = command("tau_upper", "(nv,) its upper bound")
+    b_joint = command("b_joint", "(nv,) the joint damping")
+    k_s = command("k_s", "(nv,) the springs' stiffness per DoF")
+    spring_rest = command("spring_rest", "(nq,) the springs' rest coordinates")
+    tau_a = command("tau_a", "(n_actuators,) the actuator torques")
+
     def __init__(self, model: RobotModel, name: str | None = None):
         self.model = model
         self.name = name or model.name
@@ -128,7 +143,11 @@ class ArticulatedSystem:
 
         # commands and parameters (spec steps 1-3)
         self.control_mode = FORCE_AND_TORQUE
-        self._zero_gains = np.zeros(nv)  # the gains outside PD mode (never written)
+        self.command_layout = command_layout(nq, nv, len(model.actuators))
+        self.commands = np.zeros(self.command_layout["size"][1])  # (read it; write the views)
+        for name, view in command_views(self.commands, self.command_layout).items():
+            setattr(self, "_cmd_" + name, view)
+        self._zero_gains = self._cmd_zero_gains  # the gains outside PD mode (never written)
         self.kp = np.zeros(nv)
         self.kd = np.zeros(nv)
         self.q_ref = self.q.copy()

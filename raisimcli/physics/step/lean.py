@@ -34,6 +34,7 @@ import pinocchio as pin
 
 from raisimcli.jit import carve, kernel
 from raisimcli.linalg import Cholesky
+from raisimcli.physics.commands import COMMANDS
 from raisimcli.physics.constraints import eliminate
 from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference
@@ -50,13 +51,15 @@ PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
 
 
 @kernel
-def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper,
-           b_joint, k_s, spring_rest, stall, back_emf, tau_a, F, q_err, act, states):
+def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, F, q_err, act,
+           states):
     """Spec steps 1-3 and u* of step 4 after Pinocchio's crba (M_upper) and nonLinearEffects
     (h_pin): the loops of ArticulatedSystem._explicit_stage in its order. The robot's constant
     arrays come packed (_Scratch's layout; fewer arguments cost less to pass): `I` holds the
     flags, then where each index array starts in I (block_u, floating_u, one_dof_q, one_dof_u of
-    the conventions, the joint rows' qidx and idx, and the end), then those arrays; `C` holds the
+    the conventions, the joint rows' qidx and idx, the starts of the views of `commands`, and the
+    end), then those arrays; `commands` is the system's (raisimcli.physics.commands, its views in
+    the order of COMMANDS, the gains outside PD mode its last); `C` holds the
     output damping b_out (nv), the transmission T (n_act, nv), peak and gear (n_act each), the
     joint rows' lower, upper and vmax. The flags: T is the identity, PD mode, springs, the motor
     regions enforced, loads (their J^T F already in F's tau_ext; else it is zeroed), errors given
@@ -76,6 +79,14 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, kp, kd, q_ref, u_ref, tau_f
     one_q, one_u = I[I[8]:I[9]], I[I[9]:I[10]]
     qidx, idx = I[I[10]:I[11]], I[I[11]:I[12]]
     nj = idx.shape[0]
+    c = I[I[12]:I[13]]  # (COMMANDS' views: kp, kd, q_ref, u_ref, tau_ff, the limits, b_joint,
+    # k_s, spring_rest, tau_a, the zero gains, and the end)
+    kp, kd = commands[c[0]:c[1]], commands[c[1]:c[2]]
+    if not flags[1]:  # (ArticulatedSystem.gains outside PD mode)
+        kp, kd = commands[c[11]:c[12]], commands[c[11]:c[12]]
+    q_ref, u_ref, tau_ff = commands[c[2]:c[3]], commands[c[3]:c[4]], commands[c[4]:c[5]]
+    lower, upper, b_joint = commands[c[5]:c[6]], commands[c[6]:c[7]], commands[c[7]:c[8]]
+    k_s, spring_rest, tau_a = commands[c[8]:c[9]], commands[c[9]:c[10]], commands[c[10]:c[11]]
     b_out = C[0:n]
     a = n + n_act * n
     T = carve(C, n, (n_act, n))
@@ -154,8 +165,10 @@ def stage_constants(s) -> tuple[np.ndarray, np.ndarray]:
     conventions' and the joint rows' index arrays; C the robot's constant floats (the
     transmission's and the joint rows' are never written after loading)."""
     conv, tr, jr = s.conv, s.transmission, s.joint_rows
-    parts = [conv.block_u, conv.floating_u, conv.one_dof_q, conv.one_dof_u, jr.qidx, jr.idx]
-    starts = np.cumsum([13] + [p.size for p in parts])
+    layout = s.command_layout
+    parts = [conv.block_u, conv.floating_u, conv.one_dof_q, conv.one_dof_u, jr.qidx, jr.idx,
+             np.array([layout[name][0] for name, _ in COMMANDS] + [layout["size"][1]])]
+    starts = np.cumsum([14] + [p.size for p in parts])
     I = np.concatenate([np.zeros(6, dtype=np.int64), starts] + parts).astype(np.int64)  # noqa: E741
     I[0] = conv.identity
     C = np.concatenate([tr.output_damping, tr.T.reshape(-1), tr.peak, tr.gear, jr.lower, jr.upper,
@@ -287,9 +300,7 @@ def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
         ws.spring_err[:] = conv.difference(q, s.spring_rest, floating=False) if s.springs \
             else 0.0
     info = _stage(float(dt), ws.I, ws.C, upper, h_pin, u_pin, conv.no_blocks if R is None else R,
-                  q, u, kp, kd, s.q_ref, s.u_ref, s.tau_ff, s.tau_lower, s.tau_upper, s.b_joint,
-                  s.k_s, s.spring_rest, tr.stall, tr.back_emf, s.tau_a, ws.F, q_err, act,
-                  jr.states)
+                  q, u, s.commands, tr.stall, tr.back_emf, ws.F, q_err, act, jr.states)
     if info != 0:  # raises the general path's error
         Factorized(ws.M_tilde, s.model.dof_names, Cholesky.of_factor(ws.L, info))
     if ws.n_act:

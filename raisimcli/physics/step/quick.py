@@ -72,13 +72,14 @@ DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
 @kernel
 def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
            flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, row,
-           QI, QF, M_upper, h_pin, u_pin, q, u, kp, kd, q_ref, u_ref, tau_ff, lower, upper,
-           b_joint, k_s, spring_rest, stall, tau_a, states, prev_codes, prev_lam, OF, OI):
+           QI, QF, M_upper, h_pin, u_pin, q, u, commands, stall, states, prev_codes, prev_lam,
+           OF, OI):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
     pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F, _near_ground's) and
     row `row` of `bounds`. `flags`: a bit each for PD mode, springs, the motor regions enforced,
-    loads (their J^T F written into the stage's tau_ext) and inverse dynamics. The robot's
+    loads (their J^T F written into the stage's tau_ext) and inverse dynamics. `commands`: the
+    system's (raisimcli.physics.commands; its views' starts in _stage's I). The robot's
     constant arrays come packed (QuickScratch): QI is BI (its header, _stage's I, the
     integration's integ_at and integ, Pinocchio's q_to_pin, the conventions' block_q) then the
     integer scratch WI; QF is BF (_stage's C, each joint's friction bound per second, the
@@ -104,6 +105,11 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
         bu, bq = bu[0:0], bq[0:0]
     idx = stage_I[stage_I[11]:stage_I[12]]
     vmax = stage_C[lc - nj:lc]
+    c = stage_I[stage_I[12]:stage_I[13]]  # (the views of `commands`, as _stage reads them)
+    kp, kd = commands[c[0]:c[1]], commands[c[1]:c[2]]
+    if not flags & 1:  # (ArticulatedSystem.gains outside PD mode)
+        kp, kd = commands[c[11]:c[12]], commands[c[11]:c[12]]
+    k_s = commands[c[8]:c[9]]
     # the ground query (ContactWorld.detect of a robot alone on the ground)
     nc = 0
     if detect:
@@ -125,9 +131,8 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     a += 5 * n_act + n
     lam_all = OF[a:a + m0max + 3 * emax]
     c0 = a + m0max + 3 * emax  # the contacts' arrays
-    info = _stage(dt, stage_I, stage_C, M_upper, h_pin, u_pin, R, q, u, kp, kd, q_ref, u_ref,
-                  tau_ff, lower, upper, b_joint, k_s, spring_rest, stall, back_emf, tau_a, SF,
-                  q_err, act, states)
+    info = _stage(dt, stage_I, stage_C, M_upper, h_pin, u_pin, R, q, u, commands, stall,
+                  back_emf, SF, q_err, act, states)
     if info != 0:
         return NOT_DEFINITE, 0, 0, 0, 0
     # the joint rows (JointRowTable._build: position limits, velocity limits, then friction)
@@ -619,7 +624,6 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
         params, h, margin = qs.no_params, 0.0, 0.0
         rs_I, rs_F, bounds, row = qs.QI, qs.QF, qs.no_bounds, 0
     pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
-    kp, kd = (s.kp, s.kd) if pd else s.gains()
     loads = bool(s.pending_loads)
     if loads:  # J^T F of the loads set for this step
         qs.tau_ext[:] = s.external_generalized_force()
@@ -634,10 +638,8 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
                     int(s.solver_max_iterations), _U_BAR[scheme], detect, flags,
                     qs.rotations, qs.origins, qs.J_world, qs.supports,
                     qs.R_none if R is None else R, rs_I, rs_F, params, bounds, row, qs.QI, qs.QF,
-                    upper, h_pin, u_pin, s.q, s.u, kp, kd, s.q_ref, s.u_ref, s.tau_ff,
-                    s.tau_lower, s.tau_upper, s.b_joint, s.k_s, s.spring_rest,
-                    s.transmission.stall, s.tau_a, s.joint_rows.states, prev_codes, prev_lam,
-                    OF, OI)
+                    upper, h_pin, u_pin, s.q, s.u, s.commands, s.transmission.stall,
+                    s.joint_rows.states, prev_codes, prev_lam, OF, OI)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
