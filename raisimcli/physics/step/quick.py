@@ -73,7 +73,7 @@ DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
 def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
            flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, row,
            QI, QF, M_upper, h_pin, u_pin, q, u, commands, stall, states, prev_codes, prev_lam,
-           OF, OI):
+           prev_at, prev_m, OF, OI):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
     pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F, _near_ground's) and
@@ -84,9 +84,9 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     integration's integ_at and integ, Pinocchio's q_to_pin, the conventions' block_q) then the
     integer scratch WI; QF is BF (_stage's C, each joint's friction bound per second, the
     ground's contact frame, the back-EMF damping) then the float scratch W. The last step's row
-    codes and impulses are the warm start. Writes OF and OI (the layouts in
-    QuickScratch). Returns (DONE or why not, the contacts, the rows, the sweeps, the sources
-    of _SOURCES with impulses: bit k for source k)."""
+    codes and impulses are the warm start (prev_codes[0:prev_m], and prev_lam's prev_m from
+    prev_at on). Writes OF and OI (the layouts in QuickScratch). Returns (DONE or why not, the
+    contacts, the rows, the sweeps, the sources of _SOURCES with impulses: bit k for source k)."""
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
     nj, n_act = BI[9], BI[10]
@@ -238,9 +238,9 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     lam = lam_all[0:m]
     for r in range(m):
         lam[r] = 0.0
-        for p in range(prev_codes.shape[0]):
+        for p in range(prev_m):
             if prev_codes[p] == codes[r]:
-                lam[r] = prev_lam[p]
+                lam[r] = prev_lam[prev_at + p]
                 break
     # _packed_rows' RI: m0, blocks (one scalar block a joint row), sources, their rows in order
     ns = (1 if n_lim + n_vel else 0) + (1 if n_fric else 0) + (1 if nc else 0)
@@ -419,11 +419,23 @@ def _offset(view: np.ndarray, buffer: np.ndarray) -> int:
 
 class CodedWarmStart(WarmStart):
     """The impulses of a quick step by row code (the module's docstring), read as a WarmStart:
-    the keys are made from the codes when first asked for."""
+    the step's m codes and impulses are in its results OI and OF (at OI[0:m], and at
+    scratch.at_lam in OF), the keys are made from the codes when first asked for."""
 
-    def __init__(self, scratch: QuickScratch, codes: np.ndarray, impulses: np.ndarray):
-        super().__init__(None, impulses)
-        self.scratch, self.codes = scratch, codes
+    _keys = _dict = _first = None  # (WarmStart's, set when first made)
+    _parts = ()
+
+    def __init__(self, scratch: QuickScratch, OI: np.ndarray, OF: np.ndarray, m: int):
+        self.scratch, self.packed, self.m = scratch, (OI, OF), m
+
+    @property
+    def codes(self) -> np.ndarray:
+        return self.packed[0][0:self.m]
+
+    @property
+    def impulses(self) -> np.ndarray:
+        a = self.scratch.at_lam
+        return self.packed[1][a:a + self.m]
 
     @property
     def keys_list(self) -> list:
@@ -433,7 +445,7 @@ class CodedWarmStart(WarmStart):
         return self._keys
 
     def __bool__(self) -> bool:
-        return bool(self.codes.size)
+        return self.m > 0
 
 
 _LAZY = ("points", "frames", "distance", "params", "impulse", "impulse_contact",
@@ -632,14 +644,14 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     scheme = s.scheme
     if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
         scheme = "SEMI_IMPLICIT"
-    prev_codes, prev_lam = _previous(qs, warm_start)
+    prev_codes, prev_lam, prev_at, prev_m = _previous(qs, warm_start)
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
     answer = _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
                     int(s.solver_max_iterations), _U_BAR[scheme], detect, flags,
                     qs.rotations, qs.origins, qs.J_world, qs.supports,
                     qs.R_none if R is None else R, rs_I, rs_F, params, bounds, row, qs.QI, qs.QF,
                     upper, h_pin, u_pin, s.q, s.u, s.commands, s.transmission.stall,
-                    s.joint_rows.states, prev_codes, prev_lam, OF, OI)
+                    s.joint_rows.states, prev_codes, prev_lam, prev_at, prev_m, OF, OI)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
@@ -680,7 +692,7 @@ def _commit(dt, s, qs, OF, OI, rs, answer):
                (OF[p:p + nq], OF[p + nq:p + nq + nv], OF[p + nq + nv:a].reshape(k, 3, 3))
                if k else None, OF[a:a + nv] if start_pin is not None else None,
                (OF, qs.layouts[mask]))
-    return contacts, CodedWarmStart(qs, OI[0:m], OF[qs.at_lam:qs.at_lam + m])
+    return contacts, CodedWarmStart(qs, OI, OF, m)
 
 
 class PackedActuatorState(ActuatorState):
@@ -702,14 +714,16 @@ class PackedActuatorState(ActuatorState):
 _NO_CODES, _NO_IMPULSES = np.zeros(0, dtype=np.int64), np.zeros(0)
 
 
-def _previous(qs: QuickScratch, warm_start) -> tuple[np.ndarray, np.ndarray]:
-    """The last step's row codes and impulses from the World's warm start: a quick step's as
-    they are, else those of its keys that name a row of this robot (World.set_state's dict, or
-    the other paths' WarmStart)."""
+def _previous(qs: QuickScratch, warm_start) -> tuple:
+    """The last step's row codes and impulses from the World's warm start, as _quick takes them
+    (codes, an array holding the impulses, where they start in it, how many): a quick step's
+    where its results hold them, else those of its keys that name a row of this robot
+    (World.set_state's dict, or the other paths' WarmStart)."""
     if isinstance(warm_start, CodedWarmStart) and warm_start.scratch is qs:
-        return warm_start.codes, warm_start.impulses
+        OI, OF = warm_start.packed
+        return OI, OF, qs.at_lam, warm_start.m
     if not warm_start:
-        return _NO_CODES, _NO_IMPULSES
+        return _NO_CODES, _NO_IMPULSES, 0, 0
     code_of = qs.keys()[1]
     codes, impulses = [], []
     for key, impulse in warm_start.items():
@@ -717,5 +731,4 @@ def _previous(qs: QuickScratch, warm_start) -> tuple[np.ndarray, np.ndarray]:
         if code is not None:
             codes.append(code)
             impulses.append(impulse)
-    return np.array(codes, dtype=np.int64), np.array(impulses, dtype=np.float64)
-
+    return np.array(codes, dtype=np.int64), np.array(impulses, dtype=np.float64), 0, len(codes)
