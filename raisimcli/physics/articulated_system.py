@@ -26,7 +26,7 @@ from raisimcli.physics.conventions import Conventions, _rotate_columns
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.contact_rows import _point_jacobian
-from raisimcli.physics.step.decomposition import torque_table
+from raisimcli.physics.step.decomposition import TorqueTable, torque_table
 from raisimcli.physics.step.fused import explicit_pass, generalized_force
 from raisimcli.physics.step.implicit import implicit_diagonal
 from raisimcli.physics.step.joint_rows import JointRowTable
@@ -139,7 +139,9 @@ class ArticulatedSystem:
         self.u = np.zeros(nv)
         self._state_version = 0
         self._cache: dict = {}
-        self._record = None  # the last step's results in one array (step_record)
+        # the last step's results in one array, when they lie there (end_step's `record`), and
+        # the state version it belongs to (step_record)
+        self._record, self._record_version = None, -1
 
         # commands and parameters (spec steps 1-3)
         self.control_mode = FORCE_AND_TORQUE
@@ -191,11 +193,11 @@ class ArticulatedSystem:
         self._constraints_from_model()
 
         # per-step buffers: results of the last step, read by the API and the log
-        # the torque table by source, and "total" (a dict, or a TorqueTable of the quick step)
-        self.torque: Mapping[str, np.ndarray] = {}
-        self.actuator_state: ActuatorState | None = None
+        # (torque, actuator_state and pd_error below: made from `_record` when first read)
+        self._torque: Mapping[str, np.ndarray] | None = {}
+        self._actuator_state: ActuatorState | None = None
         self.solver_iterations = 0
-        self.pd_error = np.zeros(nv)
+        self._pd_error: np.ndarray | None = np.zeros(nv)
         self._stage = None  # quantities of integrate1, used by integrate2
         # the step modules' arrays of this system that live from step to step (their scratch,
         # their plans), by module: step/lean.py's "lean", step/alone.py's "plan"
@@ -917,29 +919,33 @@ class ArticulatedSystem:
         self.end_step(dt, s.q_err, q_next, u_next, table, act_state, point_loads, iterations,
                       in_contact, start_pin)
 
-    def end_step(self, dt: float, pd_error: np.ndarray, q_next: np.ndarray, u_next: np.ndarray,
-                 table: dict, act_state, point_loads: list, iterations: int, in_contact: bool,
-                 start_pin, next_pin=None, pin_acceleration=None, record=None) -> None:
+    def end_step(self, dt: float, pd_error: np.ndarray | None, q_next: np.ndarray,
+                 u_next: np.ndarray, table: Mapping | None, act_state, point_loads: list,
+                 iterations: int, in_contact: bool, start_pin, next_pin=None,
+                 pin_acceleration=None, record=None) -> None:
         """The step's results become the state: q_{t+1}, u_{t+1}, the torque table, the actuator
         states, the joint wrenches (inverse dynamics, from Pinocchio's inputs at the step's
         start `start_pin`, with the contact forces `point_loads`), the PD error of the step's
         start, had_contact. `next_pin`: pinocchio_inputs() at (q_{t+1}, u_{t+1}) when the step
         made them (with the bits pinocchio_inputs would give), else None; `pin_acceleration`:
         Pinocchio's acceleration of the step for inverse dynamics, when the step made it (see
-        InverseDynamics.after_step); `record`: (array, layout) when the step's results lie in
-        one array (see step_record)."""
+        InverseDynamics.after_step).
+
+        `record`, when the step's results lie in one array (the quick step):
+        (array, layout, torque_at, actuators_at, pd_error_at). `layout` is step_record's;
+        `torque_at` TorqueTable's `at`; the actuators' five fields lie end to end from
+        `actuators_at`, the PD error from `pd_error_at`. The torque table, the actuator states
+        and the PD error given as None are then made from it when first read."""
         self.solver_iterations = iterations
         if self.compute_inverse_dynamics:
             self.joint_wrenches = self._idyn.after_step(u_next, dt,
                                                         self.pending_loads + point_loads,
                                                         start_pin, pin_acceleration)
-        self.torque = table
-        self.actuator_state = act_state
-        self.pd_error = pd_error
+        self._torque, self._actuator_state, self._pd_error = table, act_state, pd_error
         self.pending_loads.clear()
         self.q, self.u = q_next, u_next
         self._touched()
-        self._record = None if record is None else (record[0], record[1], self._state_version)
+        self._record, self._record_version = record, self._state_version
         if next_pin is not None:
             self._cache["pin"] = next_pin
         self._stage = None
@@ -955,9 +961,48 @@ class ArticulatedSystem:
         object comes back for as long as it holds (a log keeps what it derived from it). Read
         the array, never write it."""
         r = self._record
-        if r is None or r[2] != self._state_version:
+        if r is None or self._record_version != self._state_version:
             return None
         return r[0], r[1]
+
+    @property
+    def torque(self) -> Mapping[str, np.ndarray]:
+        """The last step's torque table: {source: (nv,) row, ..., "total": (nv,) row} (a dict,
+        or the quick step's TorqueTable of views of its results); {} before any step."""
+        if self._torque is None:
+            r = self._record
+            self._torque = TorqueTable(r[0], r[2])
+        return self._torque
+
+    @torque.setter
+    def torque(self, table: Mapping[str, np.ndarray]) -> None:
+        self._torque = table
+
+    @property
+    def actuator_state(self) -> ActuatorState | None:
+        """The actuators' states of the last step (None before any step: see
+        get_actuator_states)."""
+        if self._actuator_state is None and self._record is not None:
+            OF, a, n = self._record[0], self._record[3], len(self.model.actuators)
+            self._actuator_state = ActuatorState(*(OF[a + k * n:a + (k + 1) * n]
+                                                   for k in range(5)))
+        return self._actuator_state
+
+    @actuator_state.setter
+    def actuator_state(self, state: ActuatorState | None) -> None:
+        self._actuator_state = state
+
+    @property
+    def pd_error(self) -> np.ndarray:
+        """(nv,) the position error of the last step's start (get_generalized_force reads it)."""
+        if self._pd_error is None:
+            OF, a = self._record[0], self._record[4]
+            self._pd_error = OF[a:a + self.nv]
+        return self._pd_error
+
+    @pd_error.setter
+    def pd_error(self, error: np.ndarray) -> None:
+        self._pd_error = error
 
     def _runge_kutta_4(self, dt, u_start, impulse_by_source):
         """Spec step 6, RUNGE_KUTTA_4: the solver's velocity change applied at the step's start,

@@ -45,10 +45,9 @@ from raisimcli.physics.collision import _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
 from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
     ContactSet
-from raisimcli.physics.step.actuators import ActuatorState
 from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _g_at, _impulse_step
 from raisimcli.physics.step.contact_solver import SCALAR
-from raisimcli.physics.step.decomposition import TorqueTable, _row_names
+from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.joint_rows import ABOVE, BELOW, FAST_UP, FREE
 from raisimcli.physics.step.lean import PD_PLUS_FEEDFORWARD_TORQUE, _stage, stage_constants
 from raisimcli.physics.step.solver import WarmStart
@@ -674,9 +673,6 @@ def _commit(dt, s, qs, OF, OI, rs, answer):
         layout = qs.layouts[mask] = qs.record_layout(names)
         qs.torque_at[mask] = {key[7:]: at for key, at in layout.items()
                               if key.startswith("torque/")}
-    torque = TorqueTable(OF, qs.torque_at[mask])
-    act_state = PackedActuatorState(OF, qs.at_act, qs.n_act) if qs.n_act else \
-        qs.none_acting[1]
     contacts = PackedContacts(rs, s, OF, OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj,
                               dt) if nc \
         else EMPTY_CONTACTS
@@ -687,28 +683,13 @@ def _commit(dt, s, qs, OF, OI, rs, answer):
             point_loads.append(contacts.loads_on(s, dt))
     p, k = qs.at_pin, qs.n_blocks
     a = p + nq + nv + 9 * k
-    s.end_step(dt, OF[nq + nv:nq + 2 * nv], OF[0:nq], OF[nq:nq + nv], torque, act_state,
+    # (the torque table, the actuators' states and the PD error: made from OF when read)
+    s.end_step(dt, None, OF[0:nq], OF[nq:nq + nv], None, None if qs.n_act else qs.none_acting[1],
                point_loads, sweeps, nc > 0, start_pin,
                (OF[p:p + nq], OF[p + nq:p + nq + nv], OF[p + nq + nv:a].reshape(k, 3, 3))
                if k else None, OF[a:a + nv] if start_pin is not None else None,
-               (OF, qs.layouts[mask]))
+               (OF, qs.layouts[mask], qs.torque_at[mask], qs.at_act, nq + nv))
     return contacts, CodedWarmStart(qs, OI, OF, m)
-
-
-class PackedActuatorState(ActuatorState):
-    """The actuators' states of a quick step: views of its results (OF), made when first read."""
-
-    def __init__(self, OF: np.ndarray, at: int, n: int):  # (the dataclass's fields: lazily)
-        self._packed = (OF, at, n)
-
-    def __getattr__(self, name):
-        if name not in ("motor_speed", "tau_min", "tau_max", "commanded", "applied"):
-            raise AttributeError(name)
-        OF, a, n = self._packed
-        self.motor_speed, self.tau_min, self.tau_max = OF[a:a + n], OF[a + n:a + 2 * n], \
-            OF[a + 2 * n:a + 3 * n]
-        self.commanded, self.applied = OF[a + 3 * n:a + 4 * n], OF[a + 4 * n:a + 5 * n]
-        return getattr(self, name)
 
 
 _NO_CODES, _NO_IMPULSES = np.zeros(0, dtype=np.int64), np.zeros(0)
