@@ -130,6 +130,9 @@ class ArticulatedSystem:
         self._pin_gravity = None  # the gravity last given to the Pinocchio model
         self._total_mass = pin.computeTotalMass(self._pm)
         self._u_of = {j.name: j.u_slice for j in model.moving_joints}
+        # Pinocchio's coordinates are ours, in our order (pinocchio_inputs)
+        self._q_is_pin = self.conv.identity and \
+            np.array_equal(self.pinocchio.q_to_pin, np.arange(model.nq))
         self._q_of = {j.name: j.q_slice for j in model.moving_joints}
 
         # the state
@@ -274,10 +277,13 @@ class ArticulatedSystem:
     def pinocchio_inputs(self):
         """(q_pin, u_pin, R) at the current state: Pinocchio's coordinates and velocity, and the
         rotation blocks of the velocity transform T of :mod:`raisimcli.physics.conventions`
-        (None when T = I)."""
+        (None when T = I). Read them, never write them: when Pinocchio's coordinates are ours in
+        our order (a robot without a floating base or spherical joints whose joints Pinocchio
+        orders as we do), q_pin is q itself."""
         if "pin" not in self._cache:
             if self.conv.identity:
-                self._cache["pin"] = (self.q[self.pinocchio.q_to_pin], self.u, None)
+                self._cache["pin"] = (self.q if self._q_is_pin else
+                                      self.q[self.pinocchio.q_to_pin], self.u, None)
             else:
                 self._cache["pin"] = self.conv.pin_inputs(self.q, self.u,
                                                           self.pinocchio.q_to_pin)
