@@ -82,6 +82,30 @@ def test_a_held_contact_set_keeps_its_step():
     assert held[0].impulse[2] > 0  # a foot pushed up by the ground
 
 
+def test_pinocchio_inputs_a_quick_step_leaves_are_those_of_its_state():
+    """The quick step hands its next state's Pinocchio inputs over in two buffers used in turn
+    (QuickScratch's slots): after every step of the drop (the floating base: T is not I) they
+    are, bit for bit, those Conventions.pin_inputs makes from q and u, they alternate between
+    the two slots, and the last state's stay intact through the next step (its slot is written
+    at the step after)."""
+    w = World(0.001)
+    _setup("drop", w)
+    s = w.systems[0]
+    seen, last = set(), None
+    for k in range(400):
+        w.integrate()
+        q_pin, u_pin, R = s.pinocchio_inputs()
+        ref = s.conv.pin_inputs(s.q, s.u, s.pinocchio.q_to_pin)
+        for a, b in zip((q_pin, u_pin, R), ref):
+            assert a.tobytes() == b.tobytes()
+        seen.add(q_pin.__array_interface__["data"][0])
+        if last is not None:  # the last step's inputs, in the other slot: not yet written over
+            for a, b in zip(last[0], last[1]):
+                assert a.tobytes() == b.tobytes()
+        last = ((q_pin, u_pin, R), tuple(x.copy() for x in (q_pin, u_pin, R)))
+    assert len(seen) == 2 and isinstance(w.contacts, quick.PackedContacts)
+
+
 def test_a_step_it_declines_changes_nothing(monkeypatch):
     """When the compiled call hands the step to lean.step (a box's face near the ground), the
     state is untouched and the next steps go to lean.step for a while."""

@@ -277,9 +277,11 @@ class ArticulatedSystem:
     def pinocchio_inputs(self):
         """(q_pin, u_pin, R) at the current state: Pinocchio's coordinates and velocity, and the
         rotation blocks of the velocity transform T of :mod:`raisimcli.physics.conventions`
-        (None when T = I). Read them, never write them: when Pinocchio's coordinates are ours in
-        our order (a robot without a floating base or spherical joints whose joints Pinocchio
-        orders as we do), q_pin is q itself."""
+        (None when T = I). Read them, never write them, and do not keep them past their state:
+        when Pinocchio's coordinates are ours in our order (a robot without a floating base or
+        spherical joints whose joints Pinocchio orders as we do), q_pin is q itself, and the
+        quick step's are views of two buffers it writes in turn (step/quick.py's
+        QuickScratch)."""
         if "pin" not in self._cache:
             if self.conv.identity:
                 self._cache["pin"] = (self.q if self._q_is_pin else

@@ -72,7 +72,7 @@ DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
 def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
            flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, row,
            QI, QF, M_upper, h_pin, u_pin, q, u, commands, stall, states, prev_codes, prev_lam,
-           prev_at, prev_m, OF, OI):
+           prev_at, prev_m, pin_at, OF, OI):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
     pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F, _near_ground's) and
@@ -84,7 +84,8 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     integer scratch WI; QF is BF (_stage's C, each joint's friction bound per second, the
     ground's contact frame, the back-EMF damping) then the float scratch W. The last step's row
     codes and impulses are the warm start (prev_codes[0:prev_m], and prev_lam's prev_m from
-    prev_at on). Writes OF and OI (the layouts in QuickScratch). Returns (DONE or why not, the
+    prev_at on). Writes OF and OI (the layouts in QuickScratch), and Pinocchio's inputs at the
+    step's result into QF from `pin_at` (QuickScratch's slots). Returns (DONE or why not, the
     contacts, the rows, the sweeps, the sources of _SOURCES with impulses: bit k for source k)."""
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
@@ -162,8 +163,9 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
                  k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
         if bq.shape[0] or flags >> 4 & 1:  # (else the call has nothing to write, and making
             # it cost a fixed base's step 0.2 us: its arguments' views)
-            _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + _PER_CONTACT * emax:],
-                         flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
+            _next_inputs(q_next, u_next, q_to_pin, bq, bu, QF[pin_at:],
+                         OF[c0 + _PER_CONTACT * emax:], flags >> 4 & 1, u, dt, R, u_pin, stage_I,
+                         FI)
         return DONE, 0, 0, 0, 0
     codes = OI[0:m]
     RF = W[ls:ls + m0 * n + 4 * m0]
@@ -290,28 +292,28 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     if nc:
         mask |= 4 if nonzero[k] else 0
     if bq.shape[0] or flags >> 4 & 1:  # (as above)
-        _next_inputs(q_next, u_next, q_to_pin, bq, bu, OF[c0 + _PER_CONTACT * emax:],
+        _next_inputs(q_next, u_next, q_to_pin, bq, bu, QF[pin_at:], OF[c0 + _PER_CONTACT * emax:],
                      flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
     return DONE, nc, m, sweeps, mask
 
 
 @kernel
-def _next_inputs(q_next, u_next, q_to_pin, bq, bu, out, inverse_dynamics, u, dt, R, u_pin,
+def _next_inputs(q_next, u_next, q_to_pin, bq, bu, out, acc, inverse_dynamics, u, dt, R, u_pin,
                  stage_I, scratch):
     """Pinocchio's inputs at the step's result (q_next, u_next), as
     ArticulatedSystem.pinocchio_inputs makes them (Conventions.pin_inputs), into `out`: q_pin
-    (nq), u_pin (nv), the rotation blocks of T (9 each, none when T = I); then, for
+    (nq), u_pin (nv), the rotation blocks of T (9 each; nothing is written when T = I); for
     `inverse_dynamics`, Pinocchio's acceleration of the step from u (its inputs R, u_pin)
-    as InverseDynamics.after_step makes it (_step_pin_acceleration). `scratch`: 2 nv floats."""
+    into `acc` (nv), as InverseDynamics.after_step makes it (_step_pin_acceleration).
+    `scratch`: 2 nv floats."""
     nq, n, k = q_next.shape[0], u_next.shape[0], bq.shape[0]
     if k:  # (T = I: pinocchio_inputs makes them as cheaply from Python, without this call's views)
         _pin_inputs(q_next, carve(u_next, 0, (n, 1)), q_to_pin, bq, bu, out[0:nq],
                     carve(out, nq + n, (k, 3, 3)), carve(out, nq, (n, 1)))
     if inverse_dynamics:
-        a = nq + n + 9 * k
         _step_pin_acceleration(u_next, u, dt, stage_I[0] != 0, bu, R, u_pin,
                                stage_I[stage_I[7]:stage_I[8]], carve(scratch, 0, (n, 1)),
-                               carve(scratch, n, (n, 1)), out[a:a + n])
+                               carve(scratch, n, (n, 1)), acc[0:n])
 
 
 class QuickScratch:
@@ -355,21 +357,31 @@ class QuickScratch:
         BI[12], BI[13] = BI.size, BF.size
         self.QI = np.concatenate([BI, np.zeros(3 + 2 * m0max + mmax + 4 + 7 + integ.size + ni,
                                                dtype=np.int64)])
-        self.QF = np.concatenate([BF, np.zeros(ls + m0max * nv + 4 * m0max + nf)])
+        self.n_blocks = k = 0 if conv.identity else conv.block_q.size
+        n_pin = nq + nv + 9 * k if k else 0
+        self.QF = np.concatenate([BF, np.zeros(ls + m0max * nv + 4 * m0max + nf + 2 * n_pin)])
+        # Pinocchio's inputs at a quick step's result (q_pin, u_pin, the rotation blocks of T;
+        # when T is not I), in two slots at the end of QF used in turn: the call writes the
+        # next state's into the slot that does not hold the current state's (pin_slot), and
+        # once the step is the state's, that slot's views are pinocchio_inputs() (made once
+        # here: no views a step). The other slot is written at the next step's call, when the
+        # state it held is gone (pinocchio_inputs' arrays are valid while their state is).
+        self.pin_slot = 0
+        self.pin_at = [self.QF.size - 2 * n_pin, self.QF.size - n_pin]
+        self.pin_views = [(self.QF[a:a + nq], self.QF[a + nq:a + nq + nv],
+                           self.QF[a + nq + nv:a + n_pin].reshape(k, 3, 3))
+                          for a in self.pin_at]
         a = BF.size + 2 * nv * nv + 6 * nv
         self.tau_ext = self.QF[a:a + nv]  # (J^T F of the loads, in _stage's scratch)
         # the results: OF is q_next, u_next, q_err, the table, the actuators' block, the
-        # impulses, the contacts' arrays, Pinocchio's inputs at (q_next, u_next) (q_pin, u_pin,
-        # the rotation blocks of T; written when T is not I), Pinocchio's acceleration of the
-        # step (written for inverse dynamics); OI the rows' codes, the contacts' bodies,
-        # shapes
+        # impulses, the contacts' arrays, Pinocchio's acceleration of the step (written for
+        # inverse dynamics); OI the rows' codes, the contacts' bodies, shapes
         self.at_table = nq + 2 * nv
         self.at_act = self.at_table + _TABLE_ROWS * nv
         self.at_lam = self.at_act + 5 * n_act + nv
         self.at_contacts = self.at_lam + mmax
-        self.at_pin = self.at_contacts + _PER_CONTACT * emax
-        self.n_blocks = 0 if conv.identity else conv.block_q.size
-        self.n_of = self.at_pin + nq + nv + 9 * self.n_blocks + nv
+        self.at_acc = self.at_contacts + _PER_CONTACT * emax
+        self.n_of = self.at_acc + nv
         self.n_oi = mmax + 2 * emax
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
         self.none_acting = tr.none_acting
@@ -650,7 +662,8 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
                     qs.rotations, qs.origins, qs.J_world, qs.supports,
                     qs.R_none if R is None else R, rs_I, rs_F, params, bounds, row, qs.QI, qs.QF,
                     upper, h_pin, u_pin, s.q, s.u, s.commands, s.transmission.stall,
-                    s.joint_rows.states, prev_codes, prev_lam, prev_at, prev_m, OF, OI)
+                    s.joint_rows.states, prev_codes, prev_lam, prev_at, prev_m,
+                    qs.pin_at[qs.pin_slot], OF, OI)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
@@ -681,13 +694,14 @@ def _commit(dt, s, qs, OF, OI, rs, answer):
         start_pin = s.pinocchio_inputs()
         if nc:
             point_loads.append(contacts.loads_on(s, dt))
-    p, k = qs.at_pin, qs.n_blocks
-    a = p + nq + nv + 9 * k
+    a, next_pin = qs.at_acc, None
+    if qs.n_blocks:  # (the slot the call wrote: the other one's turn at the next step)
+        next_pin = qs.pin_views[qs.pin_slot]
+        qs.pin_slot ^= 1
     # (the torque table, the actuators' states and the PD error: made from OF when read)
     s.end_step(dt, None, OF[0:nq], OF[nq:nq + nv], None, None if qs.n_act else qs.none_acting[1],
-               point_loads, sweeps, nc > 0, start_pin,
-               (OF[p:p + nq], OF[p + nq:p + nq + nv], OF[p + nq + nv:a].reshape(k, 3, 3))
-               if k else None, OF[a:a + nv] if start_pin is not None else None,
+               point_loads, sweeps, nc > 0, start_pin, next_pin,
+               OF[a:a + nv] if start_pin is not None else None,
                (OF, qs.layouts[mask], qs.torque_at[mask], qs.at_act, nq + nv))
     return contacts, CodedWarmStart(qs, OI, OF, m)
 
