@@ -276,13 +276,20 @@ def test_reading_a_getter_between_steps_changes_no_step(case, read, split, monke
 
 
 @pytest.mark.parametrize("first_pass", ["crba", "nonLinearEffects"])
-def test_placements_after_a_pass_are_compute_joint_jacobians_bit_for_bit(rng, first_pass):
-    """The quick step takes the bodies' placements and joint Jacobians from the joint placements
-    of the Pinocchio pass it has just run (body_placements_after_pass): the bits of
-    computeJointJacobians' own pass from q, for every shipped robot and four real ones."""
+def test_placements_after_a_pass_are_compute_joint_jacobians_bit_for_bit(rng, first_pass,
+                                                                         monkeypatch):
+    """After a pass of crba or nonLinearEffects at the state (get_mass_matrix; pinocchio_dynamics
+    after it, whose nonLinearEffects is then the last pass), body_placements() composes the
+    bodies' placements from the pass's joint placements (updateGlobalPlacements) and the joint
+    Jacobians from those (ArticulatedSystem._joint_jacobians): the bits of computeJointJacobians'
+    own pass from q, for every shipped robot and four real ones."""
     import pinocchio as pin
     from conftest import SHIPPED
     from states import random_state
+    composed = []
+    real_update = pin.updateGlobalPlacements
+    monkeypatch.setattr(pin, "updateGlobalPlacements",
+                        lambda *a: composed.append(1) or real_update(*a))
     real = [os.path.join(ERD, p) for p in ("a1_description/urdf/a1.urdf",
                                            "anymal_b_simple_description/robots/anymal.urdf",
                                            "go2_description/urdf/go2.urdf",
@@ -293,11 +300,12 @@ def test_placements_after_a_pass_are_compute_joint_jacobians_bit_for_bit(rng, fi
         for _ in range(5):
             s.set_state(*random_state(s.model, rng))
             q_pin, u_pin, _ = s.pinocchio_inputs()
-            if first_pass == "crba":
-                pin.crba(m, s.pinocchio_data, q_pin)
-            else:
-                pin.nonLinearEffects(m, s.pinocchio_data, q_pin, u_pin)
-            s.body_placements_after_pass()
+            s.get_mass_matrix()  # crba
+            if first_pass == "nonLinearEffects":
+                s.pinocchio_dynamics()  # (M as get_mass_matrix left it; nonLinearEffects)
+            n = len(composed)
+            s.body_placements()
+            assert len(composed) == n + 1  # (composed from the pass, not a pass from q)
             reference = m.createData()
             pin.computeJointJacobians(m, reference, q_pin)
             assert s.pinocchio_data.J.tobytes() == reference.J.tobytes(), path

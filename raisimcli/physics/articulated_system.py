@@ -367,31 +367,24 @@ class ArticulatedSystem:
         return PointJacobianViews(J, origins, self._supports, self.conv.block_u[:0],
                                   self._no_blocks)
 
-    def body_placements_after_pass(self):
-        """body_placements(), when a pass of Pinocchio over pinocchio_data at the current state
-        has just run (crba or nonLinearEffects), whose joint placements data.liMi are those of
-        the current state: the placements composed from them (updateGlobalPlacements) and data.J
-        from those, computeJointJacobians' bits (tests/test_quick.py) in 0.65 us instead of its
-        pass from q in 0.93."""
-        if self._placements is None:
-            return None
-        if "jac" not in self._cache:
-            pin.updateGlobalPlacements(self._pm, self._data)
-            pin.computeJointJacobians(self._pm, self._data)
-            self._cache["jac"] = True
-        return self._placements
-
     def _joint_jacobians(self):
         """data.J and the placements data.oMi at the current state: from the placements of
-        kinematics() when it has run, else computeJointJacobians computes both in one pass
-        (the same operations as forwardKinematics for oMi; frames and velocities are left to
-        kinematics())."""
-        if "jac" not in self._cache:
-            if "kin" in self._cache:
+        kinematics() when it has run; else, when a pass of crba or nonLinearEffects has run at
+        this state ("pass": its joint placements data.liMi are this state's), the placements
+        composed from those (updateGlobalPlacements) and data.J from them, in 0.65 us; else
+        computeJointJacobians computes both from q in one pass (0.93 us; the same operations as
+        forwardKinematics for oMi; frames and velocities are left to kinematics()). The three
+        give the same bits (tests/test_quick.py)."""
+        cache = self._cache
+        if "jac" not in cache:
+            if "kin" in cache:
+                pin.computeJointJacobians(self._pm, self._data)
+            elif "pass" in cache:
+                pin.updateGlobalPlacements(self._pm, self._data)
                 pin.computeJointJacobians(self._pm, self._data)
             else:
                 pin.computeJointJacobians(self._pm, self._data, self.pinocchio_inputs()[0])
-            self._cache["jac"] = True
+            cache["jac"] = True
 
     def _frame(self, name: str) -> int:
         """Frame id of a link, or of a joint (its child link's frame)."""
@@ -516,19 +509,27 @@ class ArticulatedSystem:
     # ============================================================================================
     # dynamics (our conventions)
     # ============================================================================================
-    def cached_pinocchio_mass_matrix(self) -> np.ndarray | None:
-        """Pinocchio's M (nv, nv, symmetric, in its velocity convention) when get_mass_matrix has
-        computed it at the current state, else None (read it, never write it)."""
-        return self._cache.get("M_pin")
-
-    def cached_pinocchio_nonlinearities(self) -> np.ndarray | None:
-        """Pinocchio's h (nv,) at the current state and the system's gravity when
-        get_nonlinearities has computed it (a controller between integrate1 and integrate2),
-        else None (read it, never write it)."""
-        entry = self._cache.get("h_pin")
-        if entry is not None and entry[0] == self._gravity.tobytes():
-            return entry[1]
-        return None
+    def pinocchio_dynamics(self) -> tuple:
+        """Spec step 1's kinematics at the current state, for a step: (the upper triangle of
+        Pinocchio's M, Pinocchio's h at the system's gravity, u_pin, R). M and h are those that
+        get_mass_matrix and get_nonlinearities have computed at this state (a log's kinetic
+        energy, a controller's reads), else crba's and nonLinearEffects' run here: read them,
+        never write them. Either way a pass of Pinocchio has run at this state, whose joint
+        placements body_placements() composes (_joint_jacobians)."""
+        q_pin, u_pin, R = self.pinocchio_inputs()
+        cache = self._cache
+        upper = cache.get("M_pin")
+        if upper is None:
+            upper = pin.crba(self._pm, self._data, q_pin)
+            cache["pass"] = True
+        g = self._gravity.tobytes()
+        if g != self._pin_gravity:  # (sync_gravity)
+            self.sync_gravity(self._gravity)
+        entry = cache.get("h_pin")
+        if entry is not None and entry[0] == g:
+            return upper, entry[1], u_pin, R
+        cache["pass"] = True
+        return upper, pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin), u_pin, R
 
     def get_mass_matrix(self) -> np.ndarray:
         """M (nv, nv), rotor inertia included on its diagonal."""
@@ -537,6 +538,7 @@ class ArticulatedSystem:
             upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
             M_pin, M = self.conv.mass_matrix(self._no_blocks if R is None else R, upper)
             self._cache["M_pin"], self._cache["M"] = M_pin, M
+            self._cache["pass"] = True  # (its joint placements: _joint_jacobians)
         return self._cache["M"]
 
     def get_nonlinearities(self, gravity=None) -> np.ndarray:
@@ -548,6 +550,7 @@ class ArticulatedSystem:
             q_pin, u_pin, R = self.pinocchio_inputs()
             self.sync_gravity(g)
             h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
+            self._cache["pass"] = True  # (its joint placements: _joint_jacobians)
             if key[1] == self._gravity.tobytes():  # (the step's, reused by its Pinocchio pass)
                 self._cache["h_pin"] = (key[1], h_pin.copy())
             if R is None:

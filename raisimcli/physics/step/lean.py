@@ -11,12 +11,11 @@ rows' states are one compiled call (_stage).
 
 It applies (`applies`) unless World.integrate1 has run; World.integrate2 then takes it too when
 nothing but commands changed since integrate1 (a controller between them), reusing the M and h
-a controller read at that state (ArticulatedSystem.cached_pinocchio_mass_matrix and
-cached_pinocchio_nonlinearities). Each robot that touches no other
-robot is stepped on its own (_alone) from the stage made here (the loads set for the step
-included): by step/alone.py's call when its contacts are all with the static world (the ground,
-static boxes), RUNGE_KUTTA_4's four stages then run by ArticulatedSystem.finish_step from the
-impulses; by the general path's impulse problem (integrate2_systems) with loop or mimic
+a controller read at that state (ArticulatedSystem.pinocchio_dynamics). Each robot that touches
+no other robot is stepped on its own (_alone) from the stage made here (the loads set for the
+step included): by step/alone.py's call when its contacts are all with the static world (the
+ground, static boxes), RUNGE_KUTTA_4's four stages then run by ArticulatedSystem.finish_step
+from the impulses; by the general path's impulse problem (integrate2_systems) with loop or mimic
 constraints (their elimination made as ArticulatedSystem.prepare_step makes it) or with contacts
 between its own bodies (self-collision). Robots in contact with each other form an island whose
 impulse problem the general path solves (step/world_step.py) from their stages made here.
@@ -30,7 +29,6 @@ quick.py declines it.
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 
 from raisimcli.jit import carve, kernel
 from raisimcli.linalg import Cholesky
@@ -247,18 +245,10 @@ def step(world, warm_start):
 
 
 def _dynamics(s) -> tuple:
-    """Spec step 1's kinematics of system s (ArticulatedSystem.get_mass_matrix and
-    get_nonlinearities): (the upper triangle of Pinocchio's M, Pinocchio's h, its velocity and
-    the rotation blocks of the velocity transform)."""
-    q_pin, u_pin, R = s.pinocchio_inputs()
-    upper = s.cached_pinocchio_mass_matrix()  # (the log's kinetic energy computes it)
-    if upper is None:
-        upper = pin.crba(s.pinocchio.model, s.pinocchio_data, q_pin)
-    s.sync_gravity(s.gravity)
-    h_pin = s.cached_pinocchio_nonlinearities()  # (a controller's get_nonlinearities)
-    if h_pin is None:
-        h_pin = pin.nonLinearEffects(s.pinocchio.model, s.pinocchio_data, q_pin, u_pin)
-    return upper, h_pin, u_pin, R
+    """Spec step 1's kinematics of system s: ArticulatedSystem.pinocchio_dynamics (the upper
+    triangle of Pinocchio's M, Pinocchio's h, its velocity and the rotation blocks of the
+    velocity transform)."""
+    return s.pinocchio_dynamics()
 
 
 def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:

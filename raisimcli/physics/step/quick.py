@@ -38,7 +38,6 @@ paths at every step).
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 
 from raisimcli.jit import carve, kernel
 from raisimcli.physics.collision import _near_ground
@@ -624,22 +623,9 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     cw = world.contact_world
     detect = rs is not None and cw.ground_height is not None  # (else ContactWorld.active: no)
     # spec step 1's kinematics (lean._dynamics, then the ground query's joint Jacobians)
-    q_pin, u_pin, R = s.pinocchio_inputs()
-    upper = s.cached_pinocchio_mass_matrix()
-    model, data = s.pinocchio.model, s.pinocchio_data
-    passed = upper is None  # (a pass over data at this state now: its joint placements)
-    if passed:
-        upper = pin.crba(model, data, q_pin)
-    s.sync_gravity(s.gravity)
-    h_pin = s.cached_pinocchio_nonlinearities()  # (a controller's get_nonlinearities)
-    if h_pin is None:
-        h_pin = pin.nonLinearEffects(model, data, q_pin, u_pin)
-        passed = True
+    upper, h_pin, u_pin, R = s.pinocchio_dynamics()
     if detect:  # the placements and data.J
-        if passed:
-            s.body_placements_after_pass()
-        else:
-            s.body_placements()
+        s.body_placements()
         params = cw.ground_contact_params(rs)
         h, margin = cw.ground_height, cw.margin
         rs_I, rs_F = rs.packed_I, rs.packed_F
