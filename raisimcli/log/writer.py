@@ -364,8 +364,9 @@ class LogWriter:
 
     def _contact_columns(self, cs) -> tuple:
         """What the contact datasets take of a step's contacts (a ContactSet): (their number,
-        the two bodies' name indices, the arrays). The arrays: the set's log_block when it has
-        one (a quick step's results, unpacked for a chunk's rows at once), else position,
+        the two bodies' name indices, the arrays, whether they are a log_block). The arrays: the
+        set's log_block when it has one (a quick step's results, unpacked for a chunk's rows at
+        once), else position,
         normal, the impulses and the distance (_flush_contacts makes the force and the
         penetration of a chunk's rows at once), the geometry as it is (detection makes new
         arrays each step), the results copied (a second integrate2 without integrate1 would
@@ -381,10 +382,10 @@ class LogWriter:
                 dtype=np.int32).reshape(len(meta), 2)  # (read, never written)
         packed = cs.log_block()
         if packed is not None:  # (the step's own results: copied when the chunk is written)
-            return len(bodies), bodies, packed
+            return len(bodies), bodies, packed, True
         points, normals, impulse, impulse_contact, distance = cs.log_arrays()
         return len(bodies), bodies, (points, normals, impulse.copy(), impulse_contact.copy(),
-                                     distance)
+                                     distance), False
 
     def _contact_name(self, system, link: str) -> int:
         name = link if system is None else f"{system.name}/{link}"
@@ -749,18 +750,18 @@ class LogWriter:
 
 def _contact_arrays(steps: list) -> tuple:
     """The contact datasets' (points, normals, impulse, impulse_contact, distance) of the rows
-    `steps` (_contact_columns: (n, bodies, arrays or a log_block)), the contacts in row order.
-    Consecutive rows whose blocks unpack alike and have as many contacts are unpacked at once."""
+    `steps` (_contact_columns: (n, bodies, log_arrays' five or a log_block, which of the two)),
+    the contacts in row order. Consecutive rows whose blocks unpack alike and have as many
+    contacts are unpacked at once."""
     parts, i = [], 0
     while i < len(steps):
-        n, _, data = steps[i]
-        if len(data) != 2:  # log_arrays' five
+        n, _, data, block = steps[i]
+        if not block:
             parts.append(data)
             i += 1
             continue
         unpack, j = data[1], i + 1
-        while j < len(steps) and steps[j][0] == n and len(steps[j][2]) == 2 and \
-                steps[j][2][1] is unpack:
+        while j < len(steps) and steps[j][0] == n and steps[j][3] and steps[j][2][1] is unpack:
             j += 1
         parts.append(unpack(np.stack([row[2][0] for row in steps[i:j]]), n))
         i = j
