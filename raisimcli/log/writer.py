@@ -366,11 +366,10 @@ class LogWriter:
         """What the contact datasets take of a step's contacts (a ContactSet): (their number,
         the two bodies' name indices, the arrays, whether they are a log_block). The arrays: the
         set's log_block when it has one (a quick step's results, unpacked for a chunk's rows at
-        once), else position,
-        normal, the impulses and the distance (_flush_contacts makes the force and the
-        penetration of a chunk's rows at once), the geometry as it is (detection makes new
-        arrays each step), the results copied (a second integrate2 without integrate1 would
-        write them again)."""
+        once), else position, normal, the impulses and the distance (_flush_contacts makes the
+        force and the penetration of a chunk's rows at once), the geometry as it is (detection
+        makes new arrays each step), the results copied (a second integrate2 without integrate1
+        would write them again)."""
         key = cs.log_key()  # the same contacts as a step before (a robot standing): a lookup
         bodies = self._pair_rows.get(key)
         if bodies is None:

@@ -57,9 +57,9 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     flags, then where each index array starts in I (block_u, floating_u, one_dof_q, one_dof_u of
     the conventions, the joint rows' qidx and idx, the starts of the views of `commands`, and the
     end), then those arrays; `commands` is the system's (raisimcli.physics.commands, its views in
-    the order of COMMANDS, the gains outside PD mode its last); `C` holds the
-    output damping b_out (nv), the transmission T (n_act, nv), peak and gear (n_act each), the
-    joint rows' lower, upper and vmax. The flags: T is the identity, PD mode, springs, the motor
+    the order of COMMANDS, the gains outside PD mode its last); `C` holds the output damping
+    b_out (nv), the transmission T (n_act, nv), peak and gear (n_act each), the joint rows'
+    lower, upper and vmax. The flags: T is the identity, PD mode, springs, the motor
     regions enforced, loads (their J^T F already in F's tau_ext; else it is zeroed), errors given
     (q_err and spring_err already written: a robot with spherical joints, whose quaternion errors
     Conventions.difference takes). Writes into F (scratch, then the results M, h, spring_err,
@@ -160,8 +160,9 @@ def applies(world) -> bool:
 def stage_constants(s) -> tuple[np.ndarray, np.ndarray]:
     """_stage's I and C of system s (its docstring gives their layout): I the flags (the first
     one, T = I, set; the others are the step's), where each index array starts in I, then the
-    conventions' and the joint rows' index arrays; C the robot's constant floats (the
-    transmission's and the joint rows' are never written after loading)."""
+    conventions' and the joint rows' index arrays and the starts of the views of the system's
+    commands; C the robot's constant floats (the transmission's and the joint rows' are never
+    written after loading)."""
     conv, tr, jr = s.conv, s.transmission, s.joint_rows
     layout = s.command_layout
     parts = [conv.block_u, conv.floating_u, conv.one_dof_q, conv.one_dof_u, jr.qidx, jr.idx,
@@ -218,7 +219,7 @@ def step(world, warm_start):
             done = quick.step(world, s, warm_start)
             if done is not None:
                 return done
-        dynamics = _dynamics(s)
+        dynamics = s.pinocchio_dynamics()  # (spec step 1's kinematics)
         contacts = cw.detect() if cw.active else EMPTY_CONTACTS
         return contacts, _alone(s, dt, contacts, warm_start, *dynamics)
     if world.quick:
@@ -227,7 +228,7 @@ def step(world, warm_start):
             return done
     pinocchio = {}  # id(system) -> what _dynamics gives
     for s in world.systems:
-        pinocchio[id(s)] = _dynamics(s)
+        pinocchio[id(s)] = s.pinocchio_dynamics()
     apart = cw.detect_apart() if cw.active else None
     if apart is not None:  # robots on the ground, none near another: each one on its own
         part_of = {id(rs.system): part for rs, part in zip(cw.robots, apart)}
@@ -242,13 +243,6 @@ def step(world, warm_start):
         stages = [_lean_stage(s, dt, *pinocchio[id(s)]) for s in systems]
         return integrate2_systems(systems, dt, part, warm_start, stages=stages)
     return contacts, integrate2_world(world.systems, dt, contacts, warm_start, island)
-
-
-def _dynamics(s) -> tuple:
-    """Spec step 1's kinematics of system s: ArticulatedSystem.pinocchio_dynamics (the upper
-    triangle of Pinocchio's M, Pinocchio's h, its velocity and the rotation blocks of the
-    velocity transform)."""
-    return s.pinocchio_dynamics()
 
 
 def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:

@@ -622,7 +622,7 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
         return None
     cw = world.contact_world
     detect = rs is not None and cw.ground_height is not None  # (else ContactWorld.active: no)
-    # spec step 1's kinematics (lean._dynamics, then the ground query's joint Jacobians)
+    # spec step 1's kinematics (pinocchio_dynamics, then the ground query's joint Jacobians)
     upper, h_pin, u_pin, R = s.pinocchio_dynamics()
     if detect:  # the placements and data.J
         s.body_placements()
