@@ -106,6 +106,35 @@ def test_pinocchio_inputs_a_quick_step_leaves_are_those_of_its_state():
     assert len(seen) == 2 and isinstance(w.contacts, quick.PackedContacts)
 
 
+def test_the_logs_contact_columns_of_blocks_and_of_arrays_mixed_in_a_chunk():
+    """The log writer stacks consecutive quick steps' contact blocks (ContactSet.log_block) and
+    unpacks them at once, and takes any other set's arrays row by row (log_arrays). A chunk whose
+    rows mix the two, with contact counts changing as the feet land, gives every
+    contact's values as each row's own log_arrays give them, in row order."""
+    from raisimcli.log.writer import _contact_arrays
+    w = World(0.001)
+    _setup("actuators_and_limits", w)  # (two, three, then four feet on the ground)
+    rows, reference, counts = [], [], set()
+    for k in range(600):
+        _before_step("actuators_and_limits", k, w)
+        w.integrate()
+        cs = w.contacts
+        if not len(cs):
+            continue
+        counts.add(len(cs))
+        own = tuple(np.array(a) for a in cs.log_arrays())  # (copies)
+        reference.append(own)
+        block = cs.log_block()
+        if block is None or k % 3 == 0:  # as the writer takes a set without a block
+            rows.append((len(cs), None, own, False))
+        else:
+            rows.append((len(cs), None, block, True))
+    got = _contact_arrays(rows)
+    for i in range(5):
+        assert got[i].tobytes() == np.concatenate([r[i] for r in reference]).tobytes()
+    assert len(counts) > 1 and sum(not r[3] for r in rows) and sum(r[3] for r in rows)
+
+
 def test_a_step_it_declines_changes_nothing(monkeypatch):
     """When the compiled call hands the step to lean.step (a box's face near the ground), the
     state is untouched and the next steps go to lean.step for a while."""
