@@ -16,7 +16,8 @@ directory when that is not writable, or `NUMBA_CACHE_DIR`); only the stamp is ou
 application (PyInstaller and the like) keeps numba's own stamps.
 
 The module also gives the loops `carve`, which cuts a matrix out of a packed 1-D argument or
-scratch array without numba's `reshape` (see its docstring).
+scratch array without numba's `reshape` (see its docstring), and `ArrayTable` with `table_view`,
+which hand a loop many arrays as one argument (see theirs).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import hashlib
 import os
 import sys
 import warnings
+import weakref
 
 import numba
 import numpy as np
@@ -194,3 +196,92 @@ def _carved(typingctx, buffer, start, shape):
 # (benchmarks/README.md). With NUMBA_DISABLE_JIT=1, where the loops run as Python, it is the
 # slice and reshape.
 carve = _carve_python if numba.config.DISABLE_JIT else _carved
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays handed to a compiled loop as one table of their addresses
+# ---------------------------------------------------------------------------------------------
+# numba checks the type of every argument of a call and unpacks every array into a struct: about
+# 50 ns an array argument (20 ns a float), whatever the loop does with it. A loop that reads the
+# same arrays at every call (a robot's constant arrays, views of Pinocchio's data made at load)
+# can take them as one ArrayTable, and make each one again in the loop with `table_view`: one
+# argument instead of many (benchmarks/README.md).
+
+_TABLE_COLUMNS = 7  # a row: the address, three dimensions, three strides in bytes
+_TABLES: dict = {}  # NUMBA_DISABLE_JIT=1: the arrays of each table, by its address
+
+
+class ArrayTable:
+    """Arrays for a compiled loop, each of a kind (numba's dtype, ndim, layout) given with it, as
+    one int64 array `table` (row k: array k's address, dimensions and strides). The table holds
+    the arrays, so they live as long as it does; the loop must never be handed `table` after
+    the table is gone, nor read an array that was rebound since (an attribute set to a new
+    array): give it arrays that are written in place for as long as the table is used. An array
+    that is not of its kind (its dtype, its ndim, contiguous in C or Fortran order for the
+    layouts "C" and "F"; any strides for "A") is refused here with a TypeError: a loop would
+    read it with the wrong type or strides."""
+
+    def __init__(self, arrays: list):
+        self.arrays = tuple(a for a, _ in arrays)
+        self.table = np.zeros((len(arrays), _TABLE_COLUMNS), dtype=np.int64)
+        for k, (a, (dtype, ndim, layout)) in enumerate(arrays):
+            kind = types.Array(dtype, ndim, layout)
+            if not isinstance(a, np.ndarray) or ndim > 3 or a.ndim != ndim or \
+                    numba.from_dtype(a.dtype) != dtype or \
+                    (layout == "C" and not a.flags["C_CONTIGUOUS"]) or \
+                    (layout == "F" and not a.flags["F_CONTIGUOUS"]):
+                raise TypeError(f"ArrayTable: entry {k} is not an {kind}")
+            self.table[k, 0] = a.ctypes.data
+            self.table[k, 1:1 + ndim] = a.shape
+            self.table[k, 4:4 + ndim] = a.strides
+        if numba.config.DISABLE_JIT:  # (forgotten with the table)
+            key = self.table.ctypes.data
+            _TABLES[key] = self.arrays
+            weakref.finalize(self, _TABLES.pop, key, None)
+
+
+def _table_view_python(kind):
+    def view(table, k):
+        return _TABLES[table.ctypes.data][k]
+    return view
+
+
+def _table_view_compiled(kind):
+    """The intrinsic that makes array `k` of an ArrayTable's `table`, of kind `kind` (numba's
+    dtype, ndim, layout), in a compiled loop: its pointer, shape and strides from the table's
+    row, without a reference count (the table holds the array)."""
+    dtype, ndim, layout = kind
+    out = types.Array(dtype, ndim, layout)
+
+    @intrinsic
+    def view(typingctx, table, k):
+        if not (isinstance(table, types.Array) and table.ndim == 2 and
+                table.dtype == types.int64 and table.layout == "C" and
+                isinstance(k, types.Integer)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            tab = make_array(signature.args[0])(context, builder, args[0])
+            row = builder.mul(context.cast(builder, args[1], signature.args[1], types.intp),
+                              context.get_constant(types.intp, _TABLE_COLUMNS))
+
+            def entry(i):
+                at = builder.add(row, context.get_constant(types.intp, i))
+                return builder.load(builder.gep(tab.data, [at]))
+            arr = make_array(out)(context, builder)
+            itemsize = context.get_constant(
+                types.intp, context.get_abi_sizeof(context.get_data_type(dtype)))
+            populate_array(arr, data=builder.inttoptr(entry(0), arr.data.type),
+                           shape=cgutils.pack_array(builder, [entry(1 + d) for d in range(ndim)]),
+                           strides=cgutils.pack_array(builder,
+                                                      [entry(4 + d) for d in range(ndim)]),
+                           itemsize=itemsize, meminfo=None, parent=None)
+            return impl_ret_borrowed(context, builder, out, arr._getvalue())
+        return out(table, k), codegen
+    return view
+
+
+# table_view(kind): the function a compiled loop calls as `view(table, k)` to get array k of an
+# ArrayTable's table, of kind `kind` = (numba dtype, ndim, layout); as Python (with
+# NUMBA_DISABLE_JIT=1), the table's array itself.
+table_view = _table_view_python if numba.config.DISABLE_JIT else _table_view_compiled

@@ -38,8 +38,9 @@ paths at every step).
 from __future__ import annotations
 
 import numpy as np
+from numba import types
 
-from raisimcli.jit import carve, kernel
+from raisimcli.jit import ArrayTable, carve, kernel, table_view
 from raisimcli.physics.collision import _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
 from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
@@ -66,26 +67,41 @@ _C_LOGGED = _C_VELOCITY_CONTACT  # the entries before it: a contact's row of the
 # the compiled call's answers (the first entry of what it returns)
 DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
 
+# the arrays _quick reads at every step of a robot, in QuickScratch.arrays (an ArrayTable: one
+# argument instead of eight), with their kinds: the placements' rotations and origins and the
+# joint Jacobians (views of Pinocchio's data made at load), the bodies' supports, QI, QF, the
+# system's commands and its joints' states (arrays written in place, never rebound)
+_ROTATIONS, _ORIGINS = (types.float64, 3, "A"), (types.float64, 2, "A")
+_JACOBIANS, _SUPPORTS = (types.float64, 2, "F"), (types.boolean, 2, "C")
+_INTS, _FLOATS, _STATES = (types.int64, 1, "C"), (types.float64, 1, "C"), (types.int8, 1, "C")
+_rotations_of, _origins_of = table_view(_ROTATIONS), table_view(_ORIGINS)
+_jacobians_of, _supports_of = table_view(_JACOBIANS), table_view(_SUPPORTS)
+_ints_of, _floats_of, _states_of = table_view(_INTS), table_view(_FLOATS), table_view(_STATES)
+
 
 @kernel
 def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
-           flags, pl_R, pl_T, J_world, supports, R, rs_I, rs_F, ground_params, bounds, row,
-           QI, QF, M_upper, h_pin, u_pin, q, u, commands, stall, states, prev_codes, prev_lam,
-           prev_at, prev_m, pin_at, OF, OI):
+           flags, arrays, R, rs_I, rs_F, ground_params, bounds, row, M_upper, h_pin, u_pin, q, u,
+           stall, prev_codes, prev_lam, prev_at, prev_m, pin_at, OF, OI):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
-    nonLinearEffects (h_pin) and, with `detect`, computeJointJacobians (J_world, the placements
-    pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F, _near_ground's) and
-    row `row` of `bounds`. `flags`: a bit each for PD mode, springs, the motor regions enforced,
-    loads (their J^T F written into the stage's tau_ext) and inverse dynamics. `commands`: the
-    system's (raisimcli.physics.commands; its views' starts in _stage's I). The robot's
-    constant arrays come packed (QuickScratch): QI is BI (its header, _stage's I, the
-    integration's integ_at and integ, Pinocchio's q_to_pin, the conventions' block_q) then the
-    integer scratch WI; QF is BF (_stage's C, each joint's friction bound per second, the
+    nonLinearEffects (h_pin) and, with `detect` (1), computeJointJacobians (J_world, the
+    placements pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F,
+    _near_ground's) and row `row` of `bounds`. `flags`: a bit each for PD mode, springs, the
+    motor regions enforced, loads (their J^T F written into the stage's tau_ext) and inverse
+    dynamics. `arrays`: QuickScratch.arrays' table of pl_R, pl_T, J_world, the supports, QI,
+    QF, the system's commands (raisimcli.physics.commands; its views' starts in _stage's I)
+    and its joints' states. The robot's constant arrays come packed (QuickScratch): QI is BI
+    (its header, _stage's I, the integration's integ_at and integ, Pinocchio's q_to_pin, the
+    conventions' block_q) then the integer scratch WI; QF is BF (_stage's C, each joint's friction bound per second, the
     ground's contact frame, the back-EMF damping) then the float scratch W. The last step's row
     codes and impulses are the warm start (prev_codes[0:prev_m], and prev_lam's prev_m from
     prev_at on). Writes OF and OI (the layouts in QuickScratch), and Pinocchio's inputs at the
     step's result into QF from `pin_at` (QuickScratch's slots). Returns (DONE or why not, the
     contacts, the rows, the sweeps, the sources of _SOURCES with impulses: bit k for source k)."""
+    pl_R, pl_T = _rotations_of(arrays, 0), _origins_of(arrays, 1)
+    J_world, supports = _jacobians_of(arrays, 2), _supports_of(arrays, 3)
+    QI, QF = _ints_of(arrays, 4), _floats_of(arrays, 5)
+    commands, states = _floats_of(arrays, 6), _states_of(arrays, 7)
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
     nj, n_act = BI[9], BI[10]
@@ -390,8 +406,14 @@ class QuickScratch:
         self.eligible = s.placement_views is not None and s.has_jacobian_view and \
             not conv.spherical
         if self.eligible:
-            self.J_world, self.origins, self.supports = s.jacobian_views_unread()[:3]
-            self.rotations = s.placement_views[0]
+            J_world, origins, supports = s.jacobian_views_unread()[:3]
+            try:
+                self.arrays = ArrayTable([
+                    (s.placement_views[0], _ROTATIONS), (origins, _ORIGINS),
+                    (J_world, _JACOBIANS), (supports, _SUPPORTS), (self.QI, _INTS),
+                    (self.QF, _FLOATS), (s.commands, _FLOATS), (jr.states, _STATES)])
+            except TypeError:  # (views of Pinocchio's data of other kinds: lean.step's)
+                self.eligible = False
         self.names_of: dict[int, tuple] = {}  # the torque table's row names by sources' mask
         self.layouts: dict[int, dict] = {}  # record_layout by the same mask
         self.torque_at: dict[int, dict] = {}  # its torque rows, for TorqueTable
@@ -644,12 +666,10 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     prev_codes, prev_lam, prev_at, prev_m = _previous(qs, warm_start)
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
     answer = _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
-                    int(s.solver_max_iterations), _U_BAR[scheme], detect, flags,
-                    qs.rotations, qs.origins, qs.J_world, qs.supports,
-                    qs.R_none if R is None else R, rs_I, rs_F, params, bounds, row, qs.QI, qs.QF,
-                    upper, h_pin, u_pin, s.q, s.u, s.commands, s.transmission.stall,
-                    s.joint_rows.states, prev_codes, prev_lam, prev_at, prev_m,
-                    qs.pin_at[qs.pin_slot], OF, OI)
+                    int(s.solver_max_iterations), _U_BAR[scheme], int(detect), flags,
+                    qs.arrays.table, qs.R_none if R is None else R, rs_I, rs_F, params, bounds,
+                    row, upper, h_pin, u_pin, s.q, s.u, s.transmission.stall, prev_codes,
+                    prev_lam, prev_at, prev_m, qs.pin_at[qs.pin_slot], OF, OI)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
