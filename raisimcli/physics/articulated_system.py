@@ -516,8 +516,8 @@ class ArticulatedSystem:
         energy, a controller's reads), else crba's and nonLinearEffects' run here: read them,
         never write them. Either way a pass of Pinocchio has run at this state, whose joint
         placements body_placements() composes (_joint_jacobians)."""
-        q_pin, u_pin, R = self.pinocchio_inputs()
         cache = self._cache
+        q_pin, u_pin, R = cache.get("pin") or self.pinocchio_inputs()
         upper = cache.get("M_pin")
         if upper is None:
             upper = pin.crba(self._pm, self._data, q_pin)
@@ -943,7 +943,7 @@ class ArticulatedSystem:
         InverseDynamics.after_step).
 
         `record`, when the step's results lie in one array (the quick step):
-        (array, layout, torque_at, actuators_at, pd_error_at). `layout` is step_record's;
+        (array, (layout, torque_at, actuators_at, pd_error_at)). `layout` is step_record's;
         `torque_at` TorqueTable's `at`; the actuators' five fields lie end to end from
         `actuators_at`, the PD error from `pd_error_at`. The torque table, the actuator states
         and the PD error given as None are then made from it when first read."""
@@ -953,9 +953,11 @@ class ArticulatedSystem:
                                                         self.pending_loads + point_loads,
                                                         start_pin, pin_acceleration)
         self._torque, self._actuator_state, self._pd_error = table, act_state, pd_error
-        self.pending_loads.clear()
+        if self.pending_loads:
+            self.pending_loads.clear()
         self.q, self.u = q_next, u_next
-        self._touched()
+        self._state_version += 1  # (_touched)
+        self._cache.clear()
         self._record, self._record_version = record, self._state_version
         if next_pin is not None:
             self._cache["pin"] = next_pin
@@ -974,7 +976,7 @@ class ArticulatedSystem:
         r = self._record
         if r is None or self._record_version != self._state_version:
             return None
-        return r[0], r[1]
+        return r[0], r[1][0]
 
     @property
     def torque(self) -> Mapping[str, np.ndarray]:
@@ -982,7 +984,7 @@ class ArticulatedSystem:
         or the quick step's TorqueTable of views of its results); {} before any step."""
         if self._torque is None:
             r = self._record
-            self._torque = TorqueTable(r[0], r[2])
+            self._torque = TorqueTable(r[0], r[1][1])
         return self._torque
 
     @torque.setter
@@ -994,7 +996,7 @@ class ArticulatedSystem:
         """The actuators' states of the last step (None before any step: see
         get_actuator_states)."""
         if self._actuator_state is None and self._record is not None:
-            OF, a, n = self._record[0], self._record[3], len(self.model.actuators)
+            OF, a, n = self._record[0], self._record[1][2], len(self.model.actuators)
             self._actuator_state = ActuatorState(*(OF[a + k * n:a + (k + 1) * n]
                                                    for k in range(5)))
         return self._actuator_state
@@ -1007,7 +1009,7 @@ class ArticulatedSystem:
     def pd_error(self) -> np.ndarray:
         """(nv,) the position error of the last step's start (get_generalized_force reads it)."""
         if self._pd_error is None:
-            OF, a = self._record[0], self._record[4]
+            OF, a = self._record[0], self._record[1][3]
             self._pd_error = OF[a:a + self.nv]
         return self._pd_error
 

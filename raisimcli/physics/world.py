@@ -190,10 +190,10 @@ class World:
         ContactSet (`contacts`). A state set, a time step, gravity or a contact set-up changed
         since integrate1: the general path."""
         at, self._integrate1_at = self._integrate1_at, None
-        if self.lean and at is not None and at == self._structure():
+        if self.lean and self.systems and at is not None and at == self._structure():
             for s in self.systems:
                 s.end_integrate1()
-            self._lean_step()
+            self.integrate()  # (lean.step's, now that no integrate1 is pending)
             return
         self._warm_start = integrate2_world(self.systems, self.dt, self.contacts,
                                             self._warm_start)
@@ -204,19 +204,18 @@ class World:
     def integrate(self) -> None:
         """One step: integrate1 then integrate2, taken with fewer calls as the same step
         (raisimcli.physics.step.lean) unless the user's integrate1 has run."""
-        if self.lean and lean.applies(self):
-            self._integrate1_at = None
-            self._lean_step()
-            return
+        if self.lean:
+            done = lean.step(self, self._warm_start)  # (None while an integrate1 is pending)
+            if done is not None:
+                contacts, self._warm_start = done
+                self._contacts, self._detect_at = contacts, None  # (the `contacts` setter's)
+                self._integrate1_at = None
+                for s in self.systems:
+                    s.last_contacts = contacts
+                self.step_count += 1
+                return
         self.integrate1()
         self.integrate2()
-
-    def _lean_step(self) -> None:
-        contacts, self._warm_start = lean.step(self, self._warm_start)
-        self.contacts = contacts
-        for s in self.systems:
-            s.last_contacts = contacts
-        self.step_count += 1
 
     def _structure(self) -> tuple:
         """What integrate1's results depend on besides the commands: the time step, gravity,

@@ -9,7 +9,7 @@ saved is the Python between them: per-system scratch is made once, and M and h i
 conventions, the PD error, the actuators, the implicit diagonal, the explicit pass and the joint
 rows' states are one compiled call (_stage).
 
-It applies (`applies`) unless World.integrate1 has run; World.integrate2 then takes it too when
+It applies unless World.integrate1 has run (`step` then returns None); World.integrate2 then takes it too when
 nothing but commands changed since integrate1 (a controller between them), reusing the M and h
 a controller read at that state (ArticulatedSystem.pinocchio_dynamics). Each robot that touches
 no other robot is stepped on its own (_alone) from the stage made here (the loads set for the
@@ -147,16 +147,6 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     return info
 
 
-def applies(world) -> bool:
-    """Whether step() may take the world's next step (see the module's docstring)."""
-    if not world.systems:
-        return False
-    for s in world.systems:
-        if s.integrate1_pending:
-            return False
-    return True
-
-
 def stage_constants(s) -> tuple[np.ndarray, np.ndarray]:
     """_stage's I and C of system s (its docstring gives their layout): I the flags (the first
     one, T = I, set; the others are the step's), where each index array starts in I, then the
@@ -207,14 +197,22 @@ class _Scratch:
 
 
 def step(world, warm_start):
-    """World.integrate() when applies(world): steps the world's robots and returns (the step's
-    ContactSet, the WarmStart of their impulses for the next step). A robot that touches no
-    other robot is stepped by _alone; robots in contact with each other form an island of the
-    general path (step/world_step.py), which computes their M and h again."""
+    """World.integrate(): steps the world's robots and returns (the step's ContactSet, the
+    WarmStart of their impulses for the next step), or None, changing nothing, when the world
+    has no robot or a robot's integrate1 has run (World.integrate1 and integrate2 take the step
+    then). A robot that touches no other robot is stepped by _alone; robots in contact with each
+    other form an island of the general path (step/world_step.py), which computes their M and h
+    again."""
+    systems = world.systems
+    for s in systems:
+        if s.integrate1_pending:
+            return None
+    if not systems:
+        return None
     dt = world.dt
     cw = world.contact_world
-    if len(world.systems) == 1:  # (integrate2_world's one island, without its grouping)
-        s = world.systems[0]
+    if len(systems) == 1:  # (integrate2_world's one island, without its grouping)
+        s = systems[0]
         if world.quick and not s.constraints:  # (loops and mimics: the lean path's)
             done = quick.step(world, s, warm_start)
             if done is not None:

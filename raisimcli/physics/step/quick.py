@@ -399,7 +399,6 @@ class QuickScratch:
         self.n_of = self.at_acc + nv
         self.n_oi = mmax + 2 * emax
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
-        self.none_acting = tr.none_acting
         self.R_none = conv.no_blocks
         self.no_params, self.no_bounds = np.zeros((1, 5)), np.zeros((1, 6))
         # the views of Pinocchio's data the call reads (made at load, never rebound)
@@ -414,12 +413,25 @@ class QuickScratch:
                     (self.QF, _FLOATS), (s.commands, _FLOATS), (jr.states, _STATES)])
             except TypeError:  # (views of Pinocchio's data of other kinds: lean.step's)
                 self.eligible = False
-        self.names_of: dict[int, tuple] = {}  # the torque table's row names by sources' mask
-        self.layouts: dict[int, dict] = {}  # record_layout by the same mask
-        self.torque_at: dict[int, dict] = {}  # its torque rows, for TorqueTable
+        # the record of a step's results in OF (ArticulatedSystem.end_step's) but OF, by the mask
+        # of the sources with impulses (record_part)
+        self.record_parts: dict[int, tuple] = {}
+        # whether pinocchio_inputs()[0] is q itself: then _commit hands end_step the next
+        # state's inputs (q, u, None), as pinocchio_inputs would make them
+        self.q_is_pin = conv.identity and s.pinocchio_inputs()[0] is s.q
+        self.no_actuators = None if n_act else tr.none_acting[1]  # (end_step's act_state)
         self.key_of: list | None = None  # each code's key (made when first asked)
         self.code_of: dict | None = None
         self.system, self.back_off = s, 0
+
+    def record_part(self, mask: int) -> tuple:
+        """The record of end_step but its array, for the sources of _SOURCES whose bits are
+        set in `mask`: (record_layout, its torque rows for TorqueTable, where the actuators'
+        block starts, where the PD error starts)."""
+        names = _row_names(tuple(source for k, source in enumerate(_SOURCES) if mask >> k & 1))
+        layout = self.record_layout(names)
+        torque_at = {key[7:]: at for key, at in layout.items() if key.startswith("torque/")}
+        return layout, torque_at, self.at_act, self.nq + self.nv
 
     def record_layout(self, names: tuple) -> dict:
         """Where the step's results lie in OF, as ArticulatedSystem.step_record describes them,
@@ -655,15 +667,19 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
         params, h, margin = qs.no_params, 0.0, 0.0
         rs_I, rs_F, bounds, row = qs.QI, qs.QF, qs.no_bounds, 0
     pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
-    loads = bool(s.pending_loads)
-    if loads:  # J^T F of the loads set for this step
+    flags = (1 if pd else 0) | (2 if s.springs else 0) | (4 if s.motor_region_enforced else 0) | \
+        (16 if s.compute_inverse_dynamics else 0)
+    if s.pending_loads:  # J^T F of the loads set for this step
         qs.tau_ext[:] = s.external_generalized_force()
-    flags = pd | (bool(s.springs) << 1) | (bool(s.motor_region_enforced) << 2) | (loads << 3) | \
-        (bool(s.compute_inverse_dynamics) << 4)
+        flags |= 8
     scheme = s.scheme
     if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
         scheme = "SEMI_IMPLICIT"
-    prev_codes, prev_lam, prev_at, prev_m = _previous(qs, warm_start)
+    if warm_start.__class__ is CodedWarmStart and warm_start.scratch is qs:  # (_previous's)
+        prev_codes, prev_lam = warm_start.packed
+        prev_at, prev_m = qs.at_lam, warm_start.m
+    else:
+        prev_codes, prev_lam, prev_at, prev_m = _previous(qs, warm_start)
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
     answer = _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
                     int(s.solver_max_iterations), _U_BAR[scheme], int(detect), flags,
@@ -685,30 +701,26 @@ def _commit(dt, s, qs, OF, OI, rs, answer):
     state (ArticulatedSystem.end_step): returns (its ContactSet, its WarmStart)."""
     _, nc, m, sweeps, mask = answer
     nq, nv = qs.nq, qs.nv
-    names = qs.names_of.get(mask)
-    if names is None:
-        names = qs.names_of[mask] = _row_names(tuple(source for k, source in enumerate(_SOURCES)
-                                                     if mask >> k & 1))
-        layout = qs.layouts[mask] = qs.record_layout(names)
-        qs.torque_at[mask] = {key[7:]: at for key, at in layout.items()
-                              if key.startswith("torque/")}
+    part = qs.record_parts.get(mask)
+    if part is None:
+        part = qs.record_parts[mask] = qs.record_part(mask)
     contacts = PackedContacts(rs, s, OF, OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj,
                               dt) if nc \
         else EMPTY_CONTACTS
-    point_loads, start_pin = [], None
+    point_loads, start_pin, acceleration = (), None, None
     if s.compute_inverse_dynamics:
         start_pin = s.pinocchio_inputs()
-        if nc:
-            point_loads.append(contacts.loads_on(s, dt))
-    a, next_pin = qs.at_acc, None
+        point_loads = [contacts.loads_on(s, dt)] if nc else []
+        acceleration = OF[qs.at_acc:qs.at_acc + nv]
     if qs.n_blocks:  # (the slot the call wrote: the other one's turn at the next step)
         next_pin = qs.pin_views[qs.pin_slot]
         qs.pin_slot ^= 1
+    else:  # (pinocchio_inputs' when q is Pinocchio's coordinates, else made when asked)
+        next_pin = (OF[0:nq], OF[nq:nq + nv], None) if qs.q_is_pin else None
+    q_next, u_next = next_pin[0:2] if qs.q_is_pin else (OF[0:nq], OF[nq:nq + nv])
     # (the torque table, the actuators' states and the PD error: made from OF when read)
-    s.end_step(dt, None, OF[0:nq], OF[nq:nq + nv], None, None if qs.n_act else qs.none_acting[1],
-               point_loads, sweeps, nc > 0, start_pin, next_pin,
-               OF[a:a + nv] if start_pin is not None else None,
-               (OF, qs.layouts[mask], qs.torque_at[mask], qs.at_act, nq + nv))
+    s.end_step(dt, None, q_next, u_next, None, qs.no_actuators, point_loads, sweeps, nc > 0,
+               start_pin, next_pin, acceleration, (OF, part))
     return contacts, CodedWarmStart(qs, OI, OF, m)
 
 
