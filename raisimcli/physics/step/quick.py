@@ -68,9 +68,10 @@ _C_LOGGED = _C_VELOCITY_CONTACT  # the entries before it: a contact's row of the
 DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
 
 # the arrays _quick reads at every step of a robot, in QuickScratch.arrays (an ArrayTable: one
-# argument instead of eight), with their kinds: the placements' rotations and origins and the
+# argument instead of ten), with their kinds: the placements' rotations and origins and the
 # joint Jacobians (views of Pinocchio's data made at load), the bodies' supports, QI, QF, the
-# system's commands and its joints' states (arrays written in place, never rebound)
+# system's commands and its joints' states, the robot's shapes packed (RobotShapes._pack; QI
+# and QF without shapes): arrays written in place, never rebound
 _ROTATIONS, _ORIGINS = (types.float64, 3, "A"), (types.float64, 2, "A")
 _JACOBIANS, _SUPPORTS = (types.float64, 2, "F"), (types.boolean, 2, "C")
 _INTS, _FLOATS, _STATES = (types.int64, 1, "C"), (types.float64, 1, "C"), (types.int8, 1, "C")
@@ -80,28 +81,34 @@ _ints_of, _floats_of, _states_of = table_view(_INTS), table_view(_FLOATS), table
 
 
 @kernel
-def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_rule, detect,
-           flags, arrays, R, rs_I, rs_F, ground_params, bounds, row, M_upper, h_pin, u_pin, q, u,
-           stall, prev_codes, prev_lam, prev_at, prev_m, pin_at, OF, OI):
+def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, ground_params,
+           bounds, row, M_upper, h_pin, u_pin, q, u, stall, prev_codes, prev_lam, prev_m, pin_at,
+           OF, OI):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
-    nonLinearEffects (h_pin) and, with `detect` (1), computeJointJacobians (J_world, the
-    placements pl_R, pl_T); the ground query writes the robot's shapes (rs_I, rs_F,
-    _near_ground's) and row `row` of `bounds`. `flags`: a bit each for PD mode, springs, the
-    motor regions enforced, loads (their J^T F written into the stage's tau_ext) and inverse
-    dynamics. `arrays`: QuickScratch.arrays' table of pl_R, pl_T, J_world, the supports, QI,
-    QF, the system's commands (raisimcli.physics.commands; its views' starts in _stage's I)
-    and its joints' states. The robot's constant arrays come packed (QuickScratch): QI is BI
+    nonLinearEffects (h_pin) and, with the ground query, computeJointJacobians (J_world, the
+    placements pl_R, pl_T); the ground query (at `height`, with the contact world's `margin`)
+    writes the robot's shapes (rs_I, rs_F, _near_ground's) and row `row` of `bounds`. `flags`:
+    bits 0-4 for PD mode, springs, the motor regions enforced, loads (their J^T F written into
+    the stage's tau_ext) and inverse dynamics; bits 5-6 the scheme's rule of _U_BAR; bit 7 the
+    ground query; bit 8 when the warm start's impulses lie where this call writes its own
+    (prev_lam is a quick step's OF), else from 0. `arrays`: QuickScratch.arrays' table of
+    pl_R, pl_T, J_world, the supports, QI, QF, the system's commands
+    (raisimcli.physics.commands; its views' starts in _stage's I), its joints' states, and the
+    robot's shapes rs_I, rs_F. The robot's constant arrays come packed (QuickScratch): QI is BI
     (its header, _stage's I, the integration's integ_at and integ, Pinocchio's q_to_pin, the
-    conventions' block_q) then the integer scratch WI; QF is BF (_stage's C, each joint's friction bound per second, the
-    ground's contact frame, the back-EMF damping) then the float scratch W. The last step's row
-    codes and impulses are the warm start (prev_codes[0:prev_m], and prev_lam's prev_m from
-    prev_at on). Writes OF and OI (the layouts in QuickScratch), and Pinocchio's inputs at the
-    step's result into QF from `pin_at` (QuickScratch's slots). Returns (DONE or why not, the
+    conventions' block_q) then the integer scratch WI; QF is BF (_stage's C, each joint's
+    friction bound per second, the ground's contact frame, the back-EMF damping) then the float
+    scratch W. The last step's row codes and impulses are the warm start (prev_codes[0:prev_m],
+    and prev_lam's prev_m from where bit 8 says). Writes OF and OI (the layouts in
+    QuickScratch), and Pinocchio's inputs at the step's result into QF from `pin_at`
+    (QuickScratch's slots). Returns (DONE or why not, the
     contacts, the rows, the sweeps, the sources of _SOURCES with impulses: bit k for source k)."""
     pl_R, pl_T = _rotations_of(arrays, 0), _origins_of(arrays, 1)
     J_world, supports = _jacobians_of(arrays, 2), _supports_of(arrays, 3)
     QI, QF = _ints_of(arrays, 4), _floats_of(arrays, 5)
     commands, states = _floats_of(arrays, 6), _states_of(arrays, 7)
+    rs_I, rs_F = _ints_of(arrays, 8), _floats_of(arrays, 9)
+    u_bar_rule = (flags >> 5) & 3
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
     nj, n_act = BI[9], BI[10]
@@ -127,9 +134,9 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     k_s = commands[c[8]:c[9]]
     # the ground query (ContactWorld.detect of a robot alone on the ground)
     nc = 0
-    if detect:
-        nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, reach, slack, height, margin,
-                                  ground_params, bounds, row)
+    if flags & 128:
+        nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, height + margin, _GROUND_SLACK,
+                                  height, margin, ground_params, bounds, row)
         if others:
             return NOT_SPHERES, 0, 0, 0, 0
     # spec steps 1-3 and u* (lean._stage), with the flags lean._lean_stage sets
@@ -145,6 +152,7 @@ def _quick(dt, reach, slack, height, margin, tolerance, max_iterations, u_bar_ru
     act = OF[a:a + 5 * n_act + n]
     a += 5 * n_act + n
     lam_all = OF[a:a + m0max + 3 * emax]
+    prev_at = a if flags & 256 else 0  # (the last step's impulses: where these go in its OF)
     c0 = a + m0max + 3 * emax  # the contacts' arrays
     info = _stage(dt, stage_I, stage_C, M_upper, h_pin, u_pin, R, q, u, commands, stall,
                   back_emf, SF, q_err, act, states)
@@ -410,7 +418,9 @@ class QuickScratch:
                 self.arrays = ArrayTable([
                     (s.placement_views[0], _ROTATIONS), (origins, _ORIGINS),
                     (J_world, _JACOBIANS), (supports, _SUPPORTS), (self.QI, _INTS),
-                    (self.QF, _FLOATS), (s.commands, _FLOATS), (jr.states, _STATES)])
+                    (self.QF, _FLOATS), (s.commands, _FLOATS), (jr.states, _STATES),
+                    (rs.packed_I if rs is not None else self.QI, _INTS),
+                    (rs.packed_F if rs is not None else self.QF, _FLOATS)])
             except TypeError:  # (views of Pinocchio's data of other kinds: lean.step's)
                 self.eligible = False
         # the record of a step's results in OF (ArticulatedSystem.end_step's) but OF, by the mask
@@ -662,30 +672,30 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
         s.body_placements()
         params = cw.ground_contact_params(rs)
         h, margin = cw.ground_height, cw.margin
-        rs_I, rs_F = rs.packed_I, rs.packed_F
     else:  # (arrays of the types of the ground's, not read)
-        params, h, margin = qs.no_params, 0.0, 0.0
-        rs_I, rs_F, bounds, row = qs.QI, qs.QF, qs.no_bounds, 0
+        params, h, margin, bounds, row = qs.no_params, 0.0, 0.0, qs.no_bounds, 0
     pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
     flags = (1 if pd else 0) | (2 if s.springs else 0) | (4 if s.motor_region_enforced else 0) | \
-        (16 if s.compute_inverse_dynamics else 0)
+        (16 if s.compute_inverse_dynamics else 0) | (128 if detect else 0)
     if s.pending_loads:  # J^T F of the loads set for this step
         qs.tau_ext[:] = s.external_generalized_force()
         flags |= 8
     scheme = s.scheme
     if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
         scheme = "SEMI_IMPLICIT"
+    flags |= _U_BAR[scheme] << 5
     if warm_start.__class__ is CodedWarmStart and warm_start.scratch is qs:  # (_previous's)
         prev_codes, prev_lam = warm_start.packed
-        prev_at, prev_m = qs.at_lam, warm_start.m
+        prev_m = warm_start.m
+        flags |= 256
     else:
-        prev_codes, prev_lam, prev_at, prev_m = _previous(qs, warm_start)
+        prev_codes, prev_lam, in_results, prev_m = _previous(qs, warm_start)
+        flags |= 256 if in_results else 0
     OF, OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
-    answer = _quick(world.dt, h + margin, _GROUND_SLACK, h, margin, float(s.solver_tolerance),
-                    int(s.solver_max_iterations), _U_BAR[scheme], int(detect), flags,
-                    qs.arrays.table, qs.R_none if R is None else R, rs_I, rs_F, params, bounds,
-                    row, upper, h_pin, u_pin, s.q, s.u, s.transmission.stall, prev_codes,
-                    prev_lam, prev_at, prev_m, qs.pin_at[qs.pin_slot], OF, OI)
+    answer = _quick(world.dt, h, margin, float(s.solver_tolerance), int(s.solver_max_iterations),
+                    flags, qs.arrays.table, qs.R_none if R is None else R, params, bounds, row,
+                    upper, h_pin, u_pin, s.q, s.u, s.transmission.stall, prev_codes, prev_lam,
+                    prev_m, qs.pin_at[qs.pin_slot], OF, OI)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
@@ -729,14 +739,15 @@ _NO_CODES, _NO_IMPULSES = np.zeros(0, dtype=np.int64), np.zeros(0)
 
 def _previous(qs: QuickScratch, warm_start) -> tuple:
     """The last step's row codes and impulses from the World's warm start, as _quick takes them
-    (codes, an array holding the impulses, where they start in it, how many): a quick step's
-    where its results hold them, else those of its keys that name a row of this robot
-    (World.set_state's dict, or the other paths' WarmStart)."""
+    (codes, an array holding the impulses, whether they lie there where a quick step's results
+    hold them (else from 0), how many): a quick step's where its results hold them, else those
+    of its keys that name a row of this robot (World.set_state's dict, or the other paths'
+    WarmStart)."""
     if isinstance(warm_start, CodedWarmStart) and warm_start.scratch is qs:
         OI, OF = warm_start.packed
-        return OI, OF, qs.at_lam, warm_start.m
+        return OI, OF, True, warm_start.m
     if not warm_start:
-        return _NO_CODES, _NO_IMPULSES, 0, 0
+        return _NO_CODES, _NO_IMPULSES, False, 0
     code_of = qs.keys()[1]
     codes, impulses = [], []
     for key, impulse in warm_start.items():
@@ -744,4 +755,5 @@ def _previous(qs: QuickScratch, warm_start) -> tuple:
         if code is not None:
             codes.append(code)
             impulses.append(impulse)
-    return np.array(codes, dtype=np.int64), np.array(impulses, dtype=np.float64), 0, len(codes)
+    return np.array(codes, dtype=np.int64), np.array(impulses, dtype=np.float64), False, \
+        len(codes)
