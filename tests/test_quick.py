@@ -82,6 +82,31 @@ def test_a_held_contact_set_keeps_its_step():
     assert held[0].impulse[2] > 0  # a foot pushed up by the ground
 
 
+def test_a_steps_results_are_written_over_only_once_nothing_holds_them():
+    """The quick step reuses its result arrays (QuickScratch.results): a step's results that
+    anything still holds (the state's q and u kept by the user, a view of them, the torque
+    table, the actuators' states, the PD error, the contact set) keep their values through the
+    next steps, while results nobody holds are written over: the robot's steps then take
+    their arrays from a pool of at most quick._POOL pairs."""
+    w = World(0.001)
+    _setup("drop", w)
+    s = w.systems[0]
+    for _ in range(350):  # landed, standing
+        w.integrate()
+    held = {"q": s.q, "u": s.u, "part of q": s.q[2:5], "total": s.torque["total"],
+            "pd_error": s.pd_error, "contacts": w.contacts.points,
+            **{f"torque/{k}": v for k, v in s.torque.items()}}
+    values = {k: v.copy() for k, v in held.items()}
+    arrays = set()
+    for _ in range(60):
+        w.integrate()
+        arrays.add(id(s.step_record()[0]))
+    for name, value in values.items():
+        assert held[name].tobytes() == value.tobytes(), name
+    assert len(s.step_scratch["quick"].pool) <= quick._POOL
+    assert len(arrays) <= quick._POOL  # (nothing held of these 60 steps: their arrays reused)
+
+
 def test_pinocchio_inputs_a_quick_step_leaves_are_those_of_its_state():
     """The quick step hands its next state's Pinocchio inputs over in two buffers used in turn
     (QuickScratch's slots): after every step of the drop (the floating base: T is not I) they
