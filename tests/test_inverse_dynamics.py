@@ -297,3 +297,30 @@ def test_placements_inverse_dynamics_reads_are_forward_kinematics_bit_for_bit(rn
                 pin.updateGlobalPlacements(m, b)
             for k in range(m.njoints):
                 assert a.oMi[k].homogeneous.tobytes() == b.oMi[k].homogeneous.tobytes(), path
+
+
+def test_held_joint_wrenches_keep_their_step_while_unheld_ones_are_reused():
+    """The joint wrenches' arrays are reused once nothing holds them (InverseDynamics._results):
+    a step's JointWrenches that a user keeps (or a view of its rows) keep their values through
+    the next steps, while the wrenches nobody keeps are at most _POOL objects, reused."""
+    from raisimcli.physics import inverse_dynamics
+    w, r = quadruped()
+    _stir(r, np.random.default_rng(3))
+    for _ in range(5):
+        w.integrate()
+    held = r.joint_wrenches
+    view = held.torque[2:5]
+    values = [a.copy() for a in (held.force, held.torque, held.actuation, view)]
+    w.integrate()
+    force = r.joint_wrenches.force  # (an array of the next step's, without its object)
+    force_value = force.copy()
+    pool = r._idyn._pool
+    for _ in range(40):
+        w.integrate()
+        assert any(r.joint_wrenches is jw for jw in pool)  # (not a new one: the pool's)
+    for a, b in zip((held.force, held.torque, held.actuation, view), values):
+        assert a.tobytes() == b.tobytes()
+    assert force.tobytes() == force_value.tobytes()
+    assert len(pool) <= inverse_dynamics._POOL
+    assert np.isnan(held.actuation).any() and np.isnan(r.joint_wrenches.actuation).sum() == \
+        np.isnan(held.actuation).sum()  # (the fixed and floating joints' stay NaN)

@@ -15,11 +15,13 @@ external loads, plus the wrenches of the moving joints below them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from sys import getrefcount
 
 import numpy as np
 import pinocchio as pin
+from numba import types
 
-from raisimcli.jit import carve, kernel
+from raisimcli.jit import ArrayTable, carve, kernel, table_view
 from raisimcli.linalg import dot, matmul
 from raisimcli.physics.contacts import ContactLoads
 from raisimcli.physics.conventions import _step_pin_acceleration
@@ -90,9 +92,19 @@ def _inertia_times(mass, c, S, lin, ang, f_lin, f_ang):
             (c[(i + 1) % 3] * f_lin[(i + 2) % 3] - c[(i + 2) % 3] * f_lin[(i + 1) % 3])
 
 
+# the arrays _wrenches reads at every call, in InverseDynamics' ArrayTable (one argument instead of
+# fifteen): the views of the RNEA data (R, T of oMi, L, A of f, lR, lT of liMi, vL, vA of v,
+# aL, aA of a_gf), the packed indices and constants, the scratch (the pass's vectors, moment,
+# point), then the system's placements (R, T; the RNEA's again when it has none)
+_ROTATIONS, _VECTORS = (types.float64, 3, "A"), (types.float64, 2, "A")
+_INTS, _FLOATS, _MATRIX = (types.int64, 1, "C"), (types.float64, 1, "C"), (types.float64, 2, "C")
+_rotations_of, _vectors_of = table_view(_ROTATIONS), table_view(_VECTORS)
+_ints_of, _floats_of, _matrix_of = table_view(_INTS), table_view(_FLOATS), table_view(_MATRIX)
+_POOL = 4  # the JointWrenches kept for reuse (InverseDynamics._results)
+
+
 @kernel
-def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_ang, mask,
-              scratch, force, moment, point, torque, actuation):
+def _wrenches(arrays, step_placements, load_lin, load_ang, mask, force, torque, actuation):
     """Every joint's wrench in the world frame from the RNEA's data (views R, T of oMi, L, A of
     f, lR, lT of liMi, vL, vA of v, aL, aA of a_gf), in three passes, each operation in the
     order of Pinocchio's compiled code (its SE3::act, Inertia * Motion, cross products):
@@ -107,7 +119,9 @@ def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_a
     3. torque = moment - point x force (about each joint's position), and for each 1-DoF joint
        axis . torque (axis . force for a prismatic one), the axis in the world frame.
 
-    `ints` starts with the bounds of its ten sections (moving rows, moving bodies, fixed rows,
+    The arrays come in `arrays` (the table above); `step_placements` (1): R, T are the
+    system's placements (the step's), else the RNEA data's. `ints` starts with the bounds of its
+    ten sections (moving rows, moving bodies, fixed rows,
     fixed bodies, in_off, hang_off, hang bodies, 1-DoF rows, 1-DoF bodies, 1-DoF prismatic);
     `floats` holds the fixed joints' frames (n_fixed, 3), the welded inertias' masses, levers
     (n_in, 3) and rotational inertias (n_in, 3, 3), and the 1-DoF axes (n_one, 3), in that
@@ -115,6 +129,15 @@ def _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, ints, floats, load_lin, load_a
     callee on its own and again inside its caller. `scratch` (8, 3): the 3-vectors of pass 2
     (no array is made inside: each would cost numba compile time); `moment`, `point`
     (n_joints, 3): scratch."""
+    R, T = _rotations_of(arrays, 0), _vectors_of(arrays, 1)
+    if step_placements:
+        R, T = _rotations_of(arrays, 15), _vectors_of(arrays, 16)
+    L, A = _vectors_of(arrays, 2), _vectors_of(arrays, 3)
+    lR, lT = _rotations_of(arrays, 4), _vectors_of(arrays, 5)
+    vL, vA, aL, aA = _vectors_of(arrays, 6), _vectors_of(arrays, 7), _vectors_of(arrays, 8), \
+        _vectors_of(arrays, 9)
+    ints, floats = _ints_of(arrays, 10), _floats_of(arrays, 11)
+    scratch, moment, point = _matrix_of(arrays, 12), _matrix_of(arrays, 13), _matrix_of(arrays, 14)
     moving_rows, moving_bodies = ints[ints[0]:ints[1]], ints[ints[1]:ints[2]]
     rows, bodies = ints[ints[2]:ints[3]], ints[ints[3]:ints[4]]
     in_off, hang_off, hang_bodies = ints[ints[4]:ints[5]], ints[ints[5]:ints[6]], \
@@ -302,9 +325,38 @@ class InverseDynamics:
         self._no_loads = (np.zeros((0, 3)), np.zeros((0, 3)),
                           np.zeros((len(self.fixed), 0), dtype=np.bool_))
         self._nan = np.full(self.n, np.nan)
+        self._pool: list[JointWrenches] = []  # (_results)
+        self._table = None  # _wrenches' ArrayTable
+        if self._views is not None:
+            steps = system.placement_views or self._views[:2]
+            try:
+                self._table = ArrayTable(
+                    [(a, kind) for a, kind in zip(
+                        (*self._views, *self._extra[0], *self._extra[1], *self._extra[2],
+                         self._ints, self._floats, self._fixed_scratch, self._moment,
+                         self._point, *steps),
+                        (_ROTATIONS,) + (_VECTORS,) * 3 + (_ROTATIONS,) + (_VECTORS,) * 5 +
+                        (_INTS, _FLOATS) + (_MATRIX,) * 3 + (_ROTATIONS, _VECTORS))])
+            except TypeError:  # (views of other kinds: the passes in Python below)
+                self._views = None
         nv = system.nv  # after_step's acceleration, its rotation and Pinocchio's (scratch)
         self._acc, self._rotated, self._a_pin = np.empty((nv, 1)), np.empty((nv, 1)), \
             np.empty(nv)
+
+    def _results(self) -> "JointWrenches":
+        """A JointWrenches for _wrenches to write: one of the pool that nothing else holds any
+        more, nor any of its arrays (a step's, kept by the system until the next step, or
+        what a user kept of it: sys.getrefcount counts the pool's reference alone), else a
+        new one (kept while the pool has fewer than _POOL). _wrenches writes every row of
+        force and torque and the 1-DoF joints' entries of actuation, whose others stay NaN."""
+        for jw in self._pool:  # (jw: the pool's reference, the loop's and the argument's)
+            if getrefcount(jw) == 3 and getrefcount(jw.force) == 2 and \
+                    getrefcount(jw.torque) == 2 and getrefcount(jw.actuation) == 2:
+                return jw
+        jw = JointWrenches(np.empty((self.n, 3)), np.empty((self.n, 3)), self._nan.copy())
+        if len(self._pool) < _POOL:
+            self._pool.append(jw)
+        return jw
 
     def _packed(self) -> tuple[np.ndarray, np.ndarray]:
         """The index and constant arrays of the compiled passes as _wrenches takes them."""
@@ -469,16 +521,10 @@ class InverseDynamics:
                 mask = self._mask(tuple(link for link, _, _ in per_link))
             else:
                 load_lin, load_ang, mask = self._no_loads
-            force, torque = np.empty((self.n, 3)), np.empty((self.n, 3))
-            actuation = self._nan.copy()
-            (lR, lT), (vL, vA), (aL, aA) = self._extra
-            R, T, L, A = self._views
-            if R_T is not None:
-                R, T = R_T
-            _wrenches(R, T, L, A, lR, lT, vL, vA, aL, aA, self._ints, self._floats,
-                      load_lin, load_ang, mask, self._fixed_scratch, force, self._moment,
-                      self._point, torque, actuation)
-            return JointWrenches(force, torque, actuation)
+            out = self._results()
+            _wrenches(self._table.table, 0 if R_T is None else 1, load_lin, load_ang, mask,
+                      out.force, out.torque, out.actuation)
+            return out
         force = np.zeros((self.n, 3))
         actuation = self._nan.copy()
         moment, point = np.zeros((self.n, 3)), np.zeros((self.n, 3))
