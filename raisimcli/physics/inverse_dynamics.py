@@ -121,8 +121,8 @@ def _wrenches(arrays, step_placements, load_lin, load_ang, mask, force, torque, 
 
     The arrays come in `arrays` (the table above); `step_placements` (1): R, T are the
     system's placements (the step's), else the RNEA data's. `ints` starts with the bounds of its
-    ten sections (moving rows, moving bodies, fixed rows,
-    fixed bodies, in_off, hang_off, hang bodies, 1-DoF rows, 1-DoF bodies, 1-DoF prismatic);
+    ten sections (moving rows, moving bodies, fixed rows, fixed bodies, in_off, hang_off, hang
+    bodies, 1-DoF rows, 1-DoF bodies, 1-DoF prismatic);
     `floats` holds the fixed joints' frames (n_fixed, 3), the welded inertias' masses, levers
     (n_in, 3) and rotational inertias (n_in, 3, 3), and the 1-DoF axes (n_one, 3), in that
     order (InverseDynamics._packed). One kernel rather than one per pass: numba compiles each

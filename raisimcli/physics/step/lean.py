@@ -9,16 +9,17 @@ saved is the Python between them: per-system scratch is made once, and M and h i
 conventions, the PD error, the actuators, the implicit diagonal, the explicit pass and the joint
 rows' states are one compiled call (_stage).
 
-It applies unless World.integrate1 has run (`step` then returns None); World.integrate2 then takes it too when
-nothing but commands changed since integrate1 (a controller between them), reusing the M and h
-a controller read at that state (ArticulatedSystem.pinocchio_dynamics). Each robot that touches
-no other robot is stepped on its own (_alone) from the stage made here (the loads set for the
-step included): by step/alone.py's call when its contacts are all with the static world (the
-ground, static boxes), RUNGE_KUTTA_4's four stages then run by ArticulatedSystem.finish_step
-from the impulses; by the general path's impulse problem (integrate2_systems) with loop or mimic
-constraints (their elimination made as ArticulatedSystem.prepare_step makes it) or with contacts
-between its own bodies (self-collision). Robots in contact with each other form an island whose
-impulse problem the general path solves (step/world_step.py) from their stages made here.
+It applies unless World.integrate1 has run (`step` then returns None); World.integrate2 then
+takes it too when nothing but commands changed since integrate1 (a controller between them),
+reusing the M and h a controller read at that state (ArticulatedSystem.pinocchio_dynamics). Each
+robot that touches no other robot is stepped on its own (_alone) from the stage made here (the
+loads set for the step included): by step/alone.py's call when its contacts are all with the
+static world (the ground, static boxes), RUNGE_KUTTA_4's four stages then run by
+ArticulatedSystem.finish_step from the impulses; by the general path's impulse problem
+(integrate2_systems) with loop or mimic constraints (their elimination made as
+ArticulatedSystem.prepare_step makes it) or with contacts between its own bodies
+(self-collision). Robots in contact with each other form an island whose impulse problem the
+general path solves (step/world_step.py) from their stages made here.
 
 Before any of that, `step` offers the step to step/quick.py (unless World.quick is off): a
 robot alone whose contacts can only be with the ground, or several such robots apart, take the

@@ -104,8 +104,8 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     scratch W. The last step's row codes and impulses are the warm start (prev_codes[0:prev_m],
     and prev_lam's prev_m from where bit 8 says). Writes OF and OI (the layouts in
     QuickScratch), and Pinocchio's inputs at the step's result into QF from `pin_at`
-    (QuickScratch's slots). Returns (DONE or why not, the
-    contacts, the rows, the sweeps, the sources of _SOURCES with impulses: bit k for source k)."""
+    (QuickScratch's slots). Returns (DONE or why not, the contacts, the rows, the sweeps, the
+    sources of _SOURCES with impulses: bit k for source k)."""
     pl_R, pl_T = _rotations_of(arrays, 0), _origins_of(arrays, 1)
     J_world, supports = _jacobians_of(arrays, 2), _supports_of(arrays, 3)
     QI, QF = _ints_of(arrays, 4), _floats_of(arrays, 5)
