@@ -100,7 +100,7 @@ def test_a_steps_results_are_written_over_only_once_nothing_holds_them():
     pool = s.step_scratch["quick"].pool
     for _ in range(60):
         w.integrate()
-        assert any(s.step_record()[0] is OF for OF, _ in pool)  # (not a new one: the pool's)
+        assert any(s.step_record()[0] is r.OF for r in pool)  # (not a new one: the pool's)
     for name, value in values.items():
         assert held[name].tobytes() == value.tobytes(), name
     assert len(pool) <= quick._POOL

@@ -205,6 +205,18 @@ def step(world, warm_start):
     other form an island of the general path (step/world_step.py), which computes their M and h
     again."""
     systems = world.systems
+    if len(systems) == 1:  # (integrate2_world's one island, without its grouping)
+        s = systems[0]
+        if s.integrate1_pending:
+            return None
+        if world.quick and not s.constraints:  # (loops and mimics: the lean path's)
+            done = quick.step(world, s, warm_start)
+            if done is not None:
+                return done
+        cw = world.contact_world
+        dynamics = s.pinocchio_dynamics()  # (spec step 1's kinematics)
+        contacts = cw.detect() if cw.active else EMPTY_CONTACTS
+        return contacts, _alone(s, world.dt, contacts, warm_start, *dynamics)
     for s in systems:
         if s.integrate1_pending:
             return None
@@ -212,15 +224,6 @@ def step(world, warm_start):
         return None
     dt = world.dt
     cw = world.contact_world
-    if len(systems) == 1:  # (integrate2_world's one island, without its grouping)
-        s = systems[0]
-        if world.quick and not s.constraints:  # (loops and mimics: the lean path's)
-            done = quick.step(world, s, warm_start)
-            if done is not None:
-                return done
-        dynamics = s.pinocchio_dynamics()  # (spec step 1's kinematics)
-        contacts = cw.detect() if cw.active else EMPTY_CONTACTS
-        return contacts, _alone(s, dt, contacts, warm_start, *dynamics)
     if world.quick:
         done = quick.step_apart(world, warm_start)
         if done is not None:

@@ -409,7 +409,7 @@ class QuickScratch:
         self.at_acc = self.at_contacts + _PER_CONTACT * emax
         self.n_of = self.at_acc + nv
         self.n_oi = mmax + 2 * emax
-        self.pool: list[tuple] = []  # (OF, OI) pairs (results)
+        self.pool: list[_Results] = []  # (results)
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
         self.R_none = conv.no_blocks
         self.no_params, self.no_bounds = np.zeros((1, 5)), np.zeros((1, 6))
@@ -438,21 +438,21 @@ class QuickScratch:
         self.code_of: dict | None = None
         self.system, self.back_off = s, 0
 
-    def results(self) -> tuple:
-        """(OF, OI) for a step's results: a pair of `pool` that nothing else holds any more,
-        else a new pair (kept in the pool while it has fewer than _POOL). A step's results are
-        held by what it left (the state q and u are views of OF, the record, the warm start,
-        the contacts) and by whatever a user kept of them (a view, a ContactSet): the pair
-        comes back only once all of these are gone, when sys.getrefcount counts its tuple's
-        reference alone (and its argument's). Reusing a pair spares numpy's two allocations
-        (0.35 us a step); the call writes every entry it reads."""
-        for pair in self.pool:
-            if getrefcount(pair[0]) == 2 and getrefcount(pair[1]) == 2:
-                return pair
-        pair = (np.empty(self.n_of), np.empty(self.n_oi, dtype=np.int64))
+    def results(self) -> "_Results":
+        """The arrays of a step's results: a _Results of `pool` that nothing else holds any
+        more, else a new one (kept in the pool while it has fewer than _POOL). A step's
+        results are held by what it left (the state q and u are views of OF, the record, the
+        warm start, the contacts) and by whatever a user kept of them (a view, a ContactSet):
+        they come back only once all of these are gone. Reusing them spares numpy's two
+        allocations, the views of q and u and the warm start's object (about 0.7 us a step);
+        the call writes every entry it reads."""
+        for results in self.pool:
+            if results.free():
+                return results
+        results = _Results(self)
         if len(self.pool) < _POOL:
-            self.pool.append(pair)
-        return pair
+            self.pool.append(results)
+        return results
 
     def record_part(self, mask: int) -> tuple:
         """The record of end_step but its array, for the sources of _SOURCES whose bits are
@@ -491,6 +491,34 @@ def _offset(view: np.ndarray, buffer: np.ndarray) -> int:
     return (view.ctypes.data - buffer.ctypes.data) // buffer.itemsize
 
 
+class _Results:
+    """The arrays of a quick step's results (OF, OI; QuickScratch.results) and what is made of
+    them once: the views of the next q and u, Pinocchio's inputs (q, u, None) for a robot whose
+    q is Pinocchio's coordinates, the warm start. They are free again when the references to
+    each of them are those they had when made (their own, sys.getrefcount): nothing that a
+    step made (the state, the record, the World's warm start, the contacts) nor anything a user
+    kept (a view, a ContactSet, the warm start) holds any of them any more."""
+
+    __slots__ = ("OF", "OI", "q", "u", "pin", "warm", "own")
+
+    def __init__(self, qs: "QuickScratch"):
+        self.OF, self.OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
+        self.q, self.u = self.OF[0:qs.nq], self.OF[qs.nq:qs.nq + qs.nv]
+        self.pin = (self.q, self.u, None)
+        self.warm = CodedWarmStart(qs, self.OI, self.OF, 0)
+        self.own = self.references()
+
+    def references(self) -> tuple:
+        return (getrefcount(self.warm), getrefcount(self.OF), getrefcount(self.OI),
+                getrefcount(self.q), getrefcount(self.u), getrefcount(self.pin))
+
+    def free(self) -> bool:
+        own = self.own  # (the warm start first: the World holds the last step's)
+        return getrefcount(self.warm) == own[0] and getrefcount(self.OF) == own[1] and \
+            getrefcount(self.OI) == own[2] and getrefcount(self.q) == own[3] and \
+            getrefcount(self.u) == own[4] and getrefcount(self.pin) == own[5]
+
+
 class CodedWarmStart(WarmStart):
     """The impulses of a quick step by row code (the module's docstring), read as a WarmStart:
     the step's m codes and impulses are in its results OI and OF (at OI[0:m], and at
@@ -501,6 +529,12 @@ class CodedWarmStart(WarmStart):
 
     def __init__(self, scratch: QuickScratch, OI: np.ndarray, OF: np.ndarray, m: int):
         self.scratch, self.packed, self.m = scratch, (OI, OF), m
+
+    def renew(self, m: int) -> "CodedWarmStart":
+        """This object as the warm start of a new step whose results are in the same arrays
+        (_Results', reused once nothing holds it), with m rows: the keys made when read."""
+        self.m, self._keys, self._dict, self._first = m, None, None, None
+        return self
 
     @property
     def codes(self) -> np.ndarray:
@@ -625,10 +659,7 @@ def step(world, s, warm_start):
     if rs is not None and (len(robots) > 1 or cw.static or rs.self_collision or
                            rs.system is not s):
         return None
-    run = _run(world, s, rs, warm_start, rs.bounds if rs is not None else None, 0)
-    if run is None:
-        return None
-    return _commit(world.dt, *run)
+    return _run(world, s, rs, warm_start, rs.bounds if rs is not None else None, 0)
 
 
 def step_apart(world, warm_start):
@@ -672,10 +703,12 @@ def step_apart(world, warm_start):
 
 def _run(world, s, rs, warm_start, bounds, row, alone=True):
     """The compiled call for robot s (its shapes rs, or None without the ground; the box of
-    its shapes into row `row` of `bounds`): (s, its QuickScratch, the results OF and OI, its
-    shapes, what the call returned) when it took the step, else None (and, for a robot `alone`
-    in its world, the next _BACK_OFF steps go to lean.step; step_apart keeps the count for
-    several). Nothing of the state is changed (see _commit)."""
+    its shapes into row `row` of `bounds`), or None when it did not take the step (and, for a
+    robot `alone` in its world, the next _BACK_OFF steps go to lean.step; step_apart keeps the
+    count for several). A robot `alone`: its results then become its state (_commit's result).
+    Else (step_apart's robots): (s, its QuickScratch, the results OF and OI, its shapes, what
+    the call returned), with nothing of the state changed, for _commit once every robot's call
+    is made."""
     qs = s.step_scratch.get("quick")
     if qs is None or qs.rs is not rs:
         qs = s.step_scratch["quick"] = QuickScratch(s, rs)
@@ -711,7 +744,8 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     else:
         prev_codes, prev_lam, in_results, prev_m = _previous(qs, warm_start)
         flags |= 256 if in_results else 0
-    OF, OI = qs.results()
+    results = qs.results()
+    OF, OI = results.OF, results.OI
     answer = _quick(world.dt, h, margin, float(s.solver_tolerance), int(s.solver_max_iterations),
                     flags, qs.arrays.table, qs.R_none if R is None else R, params, bounds, row,
                     upper, h_pin, u_pin, s.q, s.u, s.transmission.stall, prev_codes, prev_lam,
@@ -723,35 +757,36 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
         if alone:
             qs.back_off = _BACK_OFF
         return None
-    return s, qs, OF, OI, rs, answer
+    if alone:
+        return _commit(world.dt, s, qs, results, rs, answer)
+    return s, qs, results, rs, answer
 
 
-def _commit(dt, s, qs, OF, OI, rs, answer):
+def _commit(dt, s, qs, results, rs, answer):
     """The results of robot s's compiled call (and what it returned, `answer`) become its
     state (ArticulatedSystem.end_step): returns (its ContactSet, its WarmStart)."""
     _, nc, m, sweeps, mask = answer
-    nq, nv = qs.nq, qs.nv
+    OF = results.OF
     part = qs.record_parts.get(mask)
     if part is None:
         part = qs.record_parts[mask] = qs.record_part(mask)
-    contacts = PackedContacts(rs, s, OF, OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj,
+    contacts = PackedContacts(rs, s, OF, results.OI, qs.at_contacts, nc, qs.emax, 2 * qs.nj,
                               dt) if nc \
         else EMPTY_CONTACTS
     point_loads, start_pin, acceleration = (), None, None
     if s.compute_inverse_dynamics:
         start_pin = s.pinocchio_inputs()
         point_loads = [contacts.loads_on(s, dt)] if nc else []
-        acceleration = OF[qs.at_acc:qs.at_acc + nv]
+        acceleration = OF[qs.at_acc:qs.at_acc + qs.nv]
     if qs.n_blocks:  # (the slot the call wrote: the other one's turn at the next step)
         next_pin = qs.pin_views[qs.pin_slot]
         qs.pin_slot ^= 1
     else:  # (pinocchio_inputs' when q is Pinocchio's coordinates, else made when asked)
-        next_pin = (OF[0:nq], OF[nq:nq + nv], None) if qs.q_is_pin else None
-    q_next, u_next = next_pin[0:2] if qs.q_is_pin else (OF[0:nq], OF[nq:nq + nv])
+        next_pin = results.pin if qs.q_is_pin else None
     # (the torque table, the actuators' states and the PD error: made from OF when read)
-    s.end_step(dt, None, q_next, u_next, None, qs.no_actuators, point_loads, sweeps, nc > 0,
-               start_pin, next_pin, acceleration, (OF, part))
-    return contacts, CodedWarmStart(qs, OI, OF, m)
+    s.end_step(dt, None, results.q, results.u, None, qs.no_actuators, point_loads, sweeps,
+               nc > 0, start_pin, next_pin, acceleration, (OF, part))
+    return contacts, results.warm.renew(m)
 
 
 _NO_CODES, _NO_IMPULSES = np.zeros(0, dtype=np.int64), np.zeros(0)
