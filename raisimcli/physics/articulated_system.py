@@ -521,14 +521,13 @@ class ArticulatedSystem:
         upper = cache.get("M_pin")
         if upper is None:
             upper = pin.crba(self._pm, self._data, q_pin)
-            cache["pass"] = True
         g = self._gravity.tobytes()
         if g != self._pin_gravity:  # (sync_gravity)
             self.sync_gravity(self._gravity)
+        cache["pass"] = True  # (this pass's, or that of the M and h it reuses)
         entry = cache.get("h_pin")
         if entry is not None and entry[0] == g:
             return upper, entry[1], u_pin, R
-        cache["pass"] = True
         return upper, pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin), u_pin, R
 
     def get_mass_matrix(self) -> np.ndarray:

@@ -446,8 +446,11 @@ class QuickScratch:
         they come back only once all of these are gone. Reusing them spares numpy's two
         allocations, the views of q and u and the warm start's object (about 0.7 us a step);
         the call writes every entry it reads."""
-        for results in self.pool:
-            if results.free():
+        for results in self.pool:  # (the warm start first: the World holds the last step's)
+            own = results.own
+            if getrefcount(results.warm) == own[0] and getrefcount(results.OF) == own[1] and \
+                    getrefcount(results.OI) == own[2] and getrefcount(results.q) == own[3] and \
+                    getrefcount(results.u) == own[4] and getrefcount(results.pin) == own[5]:
                 return results
         results = _Results(self)
         if len(self.pool) < _POOL:
@@ -509,14 +512,9 @@ class _Results:
         self.own = self.references()
 
     def references(self) -> tuple:
+        """The references to each of its objects, as QuickScratch.results counts them."""
         return (getrefcount(self.warm), getrefcount(self.OF), getrefcount(self.OI),
                 getrefcount(self.q), getrefcount(self.u), getrefcount(self.pin))
-
-    def free(self) -> bool:
-        own = self.own  # (the warm start first: the World holds the last step's)
-        return getrefcount(self.warm) == own[0] and getrefcount(self.OF) == own[1] and \
-            getrefcount(self.OI) == own[2] and getrefcount(self.q) == own[3] and \
-            getrefcount(self.u) == own[4] and getrefcount(self.pin) == own[5]
 
 
 class CodedWarmStart(WarmStart):
