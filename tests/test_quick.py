@@ -87,7 +87,7 @@ def test_a_steps_results_are_written_over_only_once_nothing_holds_them():
     anything still holds (the state's q and u kept by the user, a view of them, the torque
     table, the actuators' states, the PD error, the contact set) keep their values through the
     next steps, while results nobody holds are written over: the robot's steps then take
-    their arrays from a pool of at most quick._POOL pairs."""
+    their arrays from a pool of at most quick._POOL sets."""
     w = World(0.001)
     _setup("drop", w)
     s = w.systems[0]

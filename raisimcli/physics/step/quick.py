@@ -55,7 +55,7 @@ from raisimcli.physics.step.lean import PD_PLUS_FEEDFORWARD_TORQUE, _stage, stag
 from raisimcli.physics.step.solver import WarmStart
 
 _BACK_OFF = 50  # steps taken by lean.step after the compiled call declined one
-_POOL = 4  # the pairs of result arrays a robot keeps for reuse (QuickScratch.results)
+_POOL = 4  # the sets of result arrays a robot keeps for reuse (QuickScratch.results)
 _KINDS = ("position_limit", "velocity_limit", "friction")  # the joint rows' kinds, by code
 _SOURCES = ("joint_limits", "joint_friction", "contacts")  # the row sources, in row order
 # OF's contact entries, for n contacts: entry E holds the n contacts' values one after the other,
@@ -446,14 +446,15 @@ class QuickScratch:
         they come back only once all of these are gone. Reusing them spares numpy's two
         allocations, the views of q and u and the warm start's object (about 0.7 us a step);
         the call writes every entry it reads."""
-        for results in self.pool:  # (the warm start first: the World holds the last step's)
-            own = results.own
-            if getrefcount(results.warm) == own[0] and getrefcount(results.OF) == own[1] and \
+        for results in self.pool:  # (OF first: the last step's record holds it, and a log's
+            own = results.own  # contact blocks hold their steps' until their chunk is written)
+            if getrefcount(results.OF) == own[0] and getrefcount(results.warm) == own[1] and \
                     getrefcount(results.OI) == own[2] and getrefcount(results.q) == own[3] and \
                     getrefcount(results.u) == own[4] and getrefcount(results.pin) == own[5]:
                 return results
-        results = _Results(self)
-        if len(self.pool) < _POOL:
+        pooled = len(self.pool) < _POOL
+        results = _Results(self, pooled)
+        if pooled:
             self.pool.append(results)
         return results
 
@@ -504,16 +505,16 @@ class _Results:
 
     __slots__ = ("OF", "OI", "q", "u", "pin", "warm", "own")
 
-    def __init__(self, qs: "QuickScratch"):
+    def __init__(self, qs: "QuickScratch", pooled: bool):
         self.OF, self.OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
         self.q, self.u = self.OF[0:qs.nq], self.OF[qs.nq:qs.nq + qs.nv]
         self.pin = (self.q, self.u, None)
         self.warm = CodedWarmStart(qs, self.OI, self.OF, 0)
-        self.own = self.references()
+        self.own = self.references() if pooled else None  # (only a pooled one is counted)
 
     def references(self) -> tuple:
         """The references to each of its objects, as QuickScratch.results counts them."""
-        return (getrefcount(self.warm), getrefcount(self.OF), getrefcount(self.OI),
+        return (getrefcount(self.OF), getrefcount(self.warm), getrefcount(self.OI),
                 getrefcount(self.q), getrefcount(self.u), getrefcount(self.pin))
 
 
