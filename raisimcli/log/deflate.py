@@ -1,15 +1,23 @@
-"""HDF5's shuffle and deflate filters, run on whole chunks in a helper process.
+"""HDF5's shuffle and deflate filters, run on whole chunks in a helper process, with libdeflate.
 
-gzip is most of what logging costs (docs/log.md): about 40 us of a 100 us step on the main
-scenario. HDF5 runs its filters in the writing thread, and a thread of ours would not help: on
-the 2-core machines we measured, handing Python's lock between two threads slowed the step by
-about 45 % even when the other thread only woke up once a millisecond. So the writer hands whole
+gzip is much of what logging costs (docs/log.md): in the run's own process about 20 us of a
+60 us step on the main scenario with every signal (35-40 us with zlib). HDF5 runs its filters
+in the writing thread, and a thread of ours would not help: on the 2-core machines we measured,
+handing Python's lock between two threads slowed the step by about 45 % even when the other
+thread only woke up once a millisecond. So the writer hands whole
 chunks to a helper process instead and writes the compressed bytes with HDF5's direct chunk write
-(`write_direct_chunk`): the stored chunks are what HDF5's own shuffle and deflate filters write,
-and any HDF5 reader decompresses them with those filters.
+(`write_direct_chunk`): each stored chunk is HDF5's shuffle then a zlib stream, as HDF5's own
+shuffle and deflate filters store it, and any HDF5 reader decompresses it with those filters.
 
-The helper is this file run as a script (`python -I -S deflate.py FD SIZE`): the standard library
-only, so it starts in a few milliseconds and imports nothing of the project. The chunks travel
+The zlib streams are libdeflate's (https://github.com/ebiggers/libdeflate, through the `deflate`
+package), not zlib's: on the log's chunks it compresses about twice as fast as zlib at the same
+level, to a slightly smaller stream (docs/log.md has the table). Its output is deterministic for a
+given version of the library, on every processor, where zlib's depends on the zlib the system
+ships; the streams differ from zlib's, the data they hold does not.
+
+The helper is this file run as a script (`python -I -S deflate.py FD SIZE LIBDIR`): the standard
+library and the `deflate` package (from LIBDIR, the folder that holds it) only, so it starts in
+a few milliseconds and imports nothing of the project. The chunks travel
 through a shared memory map (a memfd, or an unlinked temporary file) of `slots` slots, each an
 input area the writer fills and an output area the helper fills; the pipes carry only the offsets.
 The helper ignores SIGINT (an interrupted run still writes its last chunks through it), exits
@@ -33,12 +41,23 @@ import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 
 try:  # numpy where it is (the writer's process); never in the helper, which runs with -I -S
     import numpy as _np
 except ImportError:
     _np = None
+
+# libdeflate's bindings: the top-level package `deflate`, not this module. The helper (-I -S:
+# no site-packages) takes it from the folder it was given, and nothing else from there (numpy
+# would add 60 ms to its start)
+if __name__ == "__main__":
+    sys.path.append(sys.argv[3])
+import deflate as _libdeflate  # noqa: E402
+if __name__ == "__main__":
+    sys.path.pop()
+
+# the folder that holds the `deflate` package, for the helper's path
+_LIBDIR = os.path.dirname(os.path.dirname(os.path.abspath(_libdeflate.__file__)))
 
 _JOB = struct.Struct("<5q")
 _SEGMENT = struct.Struct("<3q")
@@ -46,11 +65,11 @@ _ANSWER = struct.Struct("<2q")
 _PART = struct.Struct("<2q")
 
 
-def deflate(data, itemsize: int, level: int) -> bytes:
-    """The bytes HDF5's shuffle filter (element size `itemsize`; 1: no shuffle) and deflate
-    filter (zlib at `level`) store for one chunk `data` (a bytes-like object): byte j of element
-    i goes to j * n + i (n elements), then zlib's compress2, as HDF5's H5Z_filter_shuffle and
-    H5Z_filter_deflate do."""
+def deflate(data, itemsize: int, level: int) -> bytearray:
+    """The bytes the log stores for one chunk `data` (a bytes-like object): HDF5's shuffle
+    filter's (element size `itemsize`; 1: no shuffle): byte j of element i goes to j * n + i (n
+    elements), as H5Z_filter_shuffle does; then a zlib stream (RFC 1950), which HDF5's deflate
+    filter decompresses, written by libdeflate at `level`."""
     data = memoryview(data)
     data = data.cast("B") if data.nbytes else b""  # (a view with a 0 in its shape cannot cast)
     size = len(data)
@@ -59,17 +78,20 @@ def deflate(data, itemsize: int, level: int) -> bytes:
         if _np is not None:  # the writer's process: numpy's transpose, 4 times faster
             b = _np.frombuffer(data, dtype=_np.uint8)
             data = b[:n * itemsize].reshape(n, itemsize).T.tobytes() + bytes(b[n * itemsize:])
-        else:  # the helper (the standard library only): bytes' strided slices, which copy
+        else:  # the helper (no numpy there): bytes' strided slices, which copy
             # in one C loop each (7 times faster than strided memoryview copies)
             b = bytes(data)
             data = b"".join([b[j:n * itemsize:itemsize] for j in range(itemsize)]) + \
                 b[n * itemsize:]  # HDF5 copies a remainder as it is
-    return zlib.compress(data, level)
+    return _libdeflate.zlib_compress(data, level)
 
 
 def chunk_bound(nbytes: int) -> int:
-    """zlib's compressBound: the most bytes deflate writes for `nbytes` of input."""
-    return nbytes + (nbytes >> 12) + (nbytes >> 14) + (nbytes >> 25) + 13
+    """The most bytes `deflate` writes for `nbytes` of input: libdeflate's bound (stored blocks
+    of at least 5000 bytes, 5 bytes of header each, libdeflate_deflate_compress_bound) with
+    blocks of 1000 bytes, and the zlib stream's 6 bytes. (Should a later libdeflate exceed it,
+    the helper answers -1 and the chunk is compressed in the writer's process.)"""
+    return nbytes + 5 * (nbytes // 1000 + 1) + 6
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
@@ -156,7 +178,8 @@ class DeflateHelper:
             os.ftruncate(fd, size)
             self._map = mmap.mmap(fd, size)
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", os.path.abspath(__file__), str(fd), str(size)],
+                [sys.executable, "-I", "-S", os.path.abspath(__file__), str(fd), str(size),
+                 _LIBDIR],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 pass_fds=(fd,), bufsize=0)
         finally:

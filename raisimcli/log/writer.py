@@ -190,6 +190,9 @@ class LogWriter:
         self._use_helper = self.compression == "gzip" and (
             _helper_by_default() if deflate_helper is None else deflate_helper)
         self._helper = None  # a DeflateHelper, from start() on
+        # without the helper, whole chunks are compressed here the same way (log/deflate.py);
+        # only a chunk's rows written in two parts (a timed flush) go through HDF5's filters
+        self._deflate_here = self.compression == "gzip"
         self._jobs: collections.deque[_Rows] = collections.deque()  # rows out in the helper
         self._filters = {} if self.compression is None else \
             {"compression": self.compression, "shuffle": shuffle,
@@ -512,7 +515,7 @@ class LogWriter:
 
     def _start_helper(self) -> None:
         """The helper compresses every channel's chunks; without one (no channel, or it could
-        not start), HDF5's filters compress here."""
+        not start), they are compressed here, the same way (_deflate)."""
         from raisimcli.log.deflate import DeflateHelper, chunk_bound
         sizes = [self.chunk_rows * int(np.prod(c.shape)) * np.dtype(c.dtype).itemsize
                  for c in self.channels]
@@ -596,8 +599,29 @@ class LogWriter:
         if rows is not None:
             if self._helper is not None and rows.r0 % self.chunk_rows == 0:
                 self._compress_together(rows)
+            elif self._deflate_here and rows.r0 % self.chunk_rows == 0:
+                rows.compressed = [self._deflate(a) for a in self._padded(rows)]
             self._write(rows)
         self._flushed()
+
+    def _padded(self, rows: _Rows) -> list:
+        """Each channel's rows as a whole chunk: a partial chunk padded with zeros to the
+        chunk's rows, as HDF5 pads the chunks at a dataset's end (the rows past its extent are
+        never read)."""
+        chunks = []
+        for a in rows.arrays:
+            if rows.n < self.chunk_rows:
+                padded = np.zeros((self.chunk_rows,) + a.shape[1:], dtype=a.dtype)
+                padded[:rows.n] = a
+                a = padded
+            chunks.append(a)
+        return chunks
+
+    def _deflate(self, a: np.ndarray):
+        """One channel's whole chunk as the log stores it (log/deflate.py), here."""
+        from raisimcli.log.deflate import deflate
+        return deflate(np.ascontiguousarray(a), a.itemsize if self._shuffle else 1,
+                       self._gzip_level)
 
     def _flushed(self) -> None:
         """Flush the file to disk, and note when (FLUSH_SECONDS)."""
@@ -609,21 +633,13 @@ class LogWriter:
         half of the channels (by size) in the helper and half here at the same time. A partial
         chunk is padded with zeros to the chunk's rows, as HDF5 pads the chunks at a dataset's
         end (the rows past its extent are never read)."""
-        from raisimcli.log.deflate import deflate
-        chunks = []
-        for a in rows.arrays:
-            if rows.n < self.chunk_rows:
-                padded = np.zeros((self.chunk_rows,) + a.shape[1:], dtype=a.dtype)
-                padded[:rows.n] = a
-                a = padded
-            chunks.append(a)
+        chunks = self._padded(rows)
         total, half, k = sum(a.nbytes for a in chunks), 0, 0
         while k < len(chunks) and 2 * (half + chunks[k].nbytes) <= total:
             half += chunks[k].nbytes
             k += 1
         self._helper.submit(chunks[:k], self._gzip_level, self._shuffle)
-        here = [deflate(np.ascontiguousarray(a), a.itemsize if self._shuffle else 1,
-                        self._gzip_level) for a in chunks[k:]]
+        here = [self._deflate(a) for a in chunks[k:]]
         rows.compressed = self._helper.result(self._gzip_level) + here
 
     def _take(self) -> _Rows | None:
@@ -649,6 +665,8 @@ class LogWriter:
         rows = self._take()
         if self._helper is None or rows.n != self.chunk_rows or rows.r0 % self.chunk_rows:
             self._write_done(True)
+            if self._deflate_here and rows.n == self.chunk_rows and not rows.r0 % self.chunk_rows:
+                rows.compressed = [self._deflate(a) for a in rows.arrays]
             self._write(rows)
             self._flushed()
             return
@@ -796,7 +814,8 @@ class _RecordColumns:
 class _Rows:
     """Rows taken from the writer's buffers: `r0` their first row in the file, `n` of them, their
     `time` values, one array per channel, the contacts' columns per row (or None), and the
-    chunk of each channel as the helper compressed it (None: HDF5's filters compress them)."""
+    chunk of each channel as compressed by the helper or by _deflate (None: HDF5's filters
+    compress them)."""
 
     r0: int
     n: int
