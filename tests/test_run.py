@@ -105,12 +105,18 @@ def test_the_log_opens_in_h5dump(tmp_path, monkeypatch, helper):
     assert header.returncode == 0 and "robots/quadruped/q" not in header.stderr, header.stderr
     with h5py.File(out) as f:
         assert f["robots/quadruped/q"].compression == "gzip"
+        assert f["contacts/position"].compression == "gzip"
         q = f["robots/quadruped/q"][()]
-    for row in (500, 1200):  # a full chunk (the helper's) and the last, partial one
-        cell = subprocess.run(["h5dump", "-d", "/robots/quadruped/q", "-s", f"{row},2", "-c",
+        p = f["contacts/position"][()]
+    assert len(p) > 4000  # (several chunks of 512 contacts)
+    for name, values, row in (("robots/quadruped/q", q, 500), ("robots/quadruped/q", q, 1200),
+                              ("contacts/position", p, 700), ("contacts/position", p, len(p) - 1)):
+        # a full chunk (the helper's) and the last, partial one; a full chunk of contacts and
+        # the last one, written again at each chunk of rows while it was partial
+        cell = subprocess.run(["h5dump", "-d", f"/{name}", "-s", f"{row},2", "-c",
                                "1,1", "-m", "%.17g", str(out)], capture_output=True, text=True)
         assert cell.returncode == 0, cell.stderr
-        assert f"({row},2): {float(q[row, 2]):.17g}" in cell.stdout, cell.stdout
+        assert f"({row},2): {float(values[row, 2]):.17g}" in cell.stdout, cell.stdout
 
 
 def test_same_scenario_gives_bit_identical_logs(tmp_path):
@@ -133,33 +139,39 @@ def test_same_scenario_gives_bit_identical_logs(tmp_path):
 
 def test_rows_flushed_chunk_by_chunk_are_the_rows_of_one_chunk(tmp_path, monkeypatch):
     """Each full chunk is written and flushed during the run, the last one at close. With 16-row
-    chunks (25 flushes, contacts included) the log must hold exactly what one chunk written at
-    close holds."""
+    chunks (25 flushes; the contacts' chunks, 16 contacts each, written again while partial)
+    the log must hold exactly what one chunk written at close holds, and what HDF5 itself
+    writes without compression."""
     import functools
     from raisimcli.log.writer import LogWriter
     from raisimcli.scenario import load_scenario, run as run_scenario
     from raisimcli.scenario import runner
     logs = {}
-    for chunk in (16, 100_000):
+    for chunk, compression in ((16, "gzip"), (100_000, "gzip"), (16, "none")):
         monkeypatch.setattr(runner, "LogWriter", functools.partial(LogWriter, chunk_rows=chunk))
-        out = tmp_path / f"chunk{chunk}.h5"
+        out = tmp_path / f"chunk{chunk}{compression}.h5"
         res = run_scenario(load_scenario(os.path.join(SCENARIOS, "quadruped_drop.toml"),
+                                         (f'log.compression="{compression}"',),
                                          duration=0.4, log_path=str(out)))
         assert res.steps == 400
-        logs[chunk] = out
-    with h5py.File(logs[16]) as a, h5py.File(logs[100_000]) as b:
-        assert a["robots/quadruped/q"].chunks[0] == 16
-        assert a["contacts/count"][()].sum() > 0
-        paths = []
-        a.visititems(lambda n, o: paths.append(n) if isinstance(o, h5py.Dataset) else None)
-        assert len(paths) > 20
-        for n in paths:
-            assert a[n].shape == b[n].shape, n
-            if a[n].dtype.kind == "O":
-                assert np.array_equal(a[n][()], b[n][()]), n
-            else:
-                assert a[n][()].tobytes() == b[n][()].tobytes(), n
-        assert a.attrs["rows"] == 400 and a.attrs["status"] == "complete"
+        logs[chunk, compression] = out
+    for other in ((100_000, "gzip"), (16, "none")):
+        with h5py.File(logs[16, "gzip"]) as a, h5py.File(logs[other]) as b:
+            assert a["robots/quadruped/q"].chunks[0] == 16
+            assert a["contacts/position"].chunks[0] == 16
+            assert a["contacts/count"][()].sum() > 40  # (more than two contacts' chunks)
+            paths = []
+            a.visititems(lambda n, o: paths.append(n) if isinstance(o, h5py.Dataset) else None)
+            assert len(paths) > 20
+            for n in paths:
+                assert a[n].shape == b[n].shape, n
+                if n.startswith("meta/") and other[1] == "none":  # (its config says "none")
+                    continue
+                if a[n].dtype.kind == "O":
+                    assert np.array_equal(a[n][()], b[n][()]), n
+                else:
+                    assert a[n][()].tobytes() == b[n][()].tobytes(), n
+            assert a.attrs["rows"] == 400 and a.attrs["status"] == "complete"
 
 
 def _spawn(args, cwd, **kw):

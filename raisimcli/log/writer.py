@@ -430,6 +430,10 @@ class LogWriter:
             if shape:
                 ds.dims[1].attach_scale(self.xyz)
             self._contact_ds[name] = ds
+        # with gzip, whole chunks compressed here and written directly (_ChunkAppender)
+        self._contact_appenders = {name: _ChunkAppender(ds, self._deflate)
+                                   for name, ds in self._contact_ds.items()} \
+            if self._deflate_here else None
 
     def start(self) -> None:
         """Create the datasets declared so far; no more channels after this."""
@@ -708,10 +712,13 @@ class LogWriter:
         self.rows += n
 
     def _flush_contacts(self, r0: int, n: int, contact_rows: list) -> None:
-        ds = self._contact_ds
+        ds, appenders = self._contact_ds, self._contact_appenders
         counts = np.array([row[0] for row in contact_rows], dtype=np.int64)
         starts = self._contact_total + np.concatenate([[0], np.cumsum(counts)[:-1]])
         for name, values in (("count", counts), ("start", starts)):
+            if appenders is not None:
+                appenders[name].append(values)
+                continue
             ds[name].resize((r0 + n,))
             ds[name][r0:] = values
         k0, k = self._contact_total, int(counts.sum())
@@ -726,6 +733,9 @@ class LogWriter:
                        np.where(depth > 0.0, depth, 0.0), bodies[:, 0], bodies[:, 1]]
             for name, values in zip(("position", "normal", "impulse_world", "impulse_contact",
                                      "force", "penetration", "body_a", "body_b"), columns):
+                if appenders is not None:
+                    appenders[name].append(values)
+                    continue
                 d = ds[name]
                 d.resize((k0 + k,) + d.shape[1:])
                 d[k0:] = np.asarray(values, dtype=d.dtype)
@@ -783,6 +793,40 @@ def _contact_arrays(steps: list) -> tuple:
         parts.append(unpack(np.stack([row[2][0] for row in steps[i:j]]), n))
         i = j
     return tuple(np.concatenate([part[k] for part in parts]) for k in range(5))
+
+
+class _ChunkAppender:
+    """Appends entries along the first axis of an empty chunked dataset that nothing else
+    writes: every chunk that the new entries touch is compressed by `deflate` (LogWriter._deflate:
+    libdeflate) and written whole with HDF5's direct chunk write, the last one padded with zeros
+    (as HDF5 pads a dataset's last chunk). The entries of that last, partial chunk are kept, and
+    its chunk is written again, whole, with the next entries: HDF5's own filters would read it
+    back, decompress, merge and compress it again with zlib, several times slower."""
+
+    def __init__(self, ds: h5py.Dataset, deflate):
+        self.ds, self.deflate = ds, deflate
+        self.chunk = ds.chunks[0]
+        self.size = 0  # entries written
+        self.tail = np.empty((0,) + ds.shape[1:], dtype=ds.dtype)  # the last chunk's entries
+
+    def append(self, values) -> None:
+        values = np.asarray(values, dtype=self.ds.dtype)
+        if not len(values):
+            return
+        first = self.size - len(self.tail)  # (the tail's chunk starts there)
+        data = np.concatenate([self.tail, values]) if len(self.tail) else values
+        self.size += len(values)
+        self.ds.resize((self.size,) + data.shape[1:])
+        zeros, c = (0,) * (data.ndim - 1), self.chunk
+        for at in range(0, len(data), c):
+            part = data[at:at + c]
+            if len(part) < c:
+                padded = np.zeros((c,) + data.shape[1:], dtype=data.dtype)
+                padded[:len(part)] = part
+                part = padded
+            self.ds.id.write_direct_chunk((first + at,) + zeros, self.deflate(part))
+        whole = len(data) - len(data) % c
+        self.tail = data[whole:].copy()
 
 
 class _RecordColumns:
