@@ -328,6 +328,54 @@ def test_reading_a_getter_between_steps_changes_no_step(case, read, split, monke
         assert sum(done) >= 400  # (the quick step's, in both worlds)
 
 
+@pytest.mark.parametrize("first_pass", ["crba", "nonLinearEffects", "kinematics", "step"])
+def test_centre_of_mass_after_a_pass_is_its_own_pass_bit_for_bit(rng, first_pass, monkeypatch):
+    """get_center_of_mass after a pass at the state (get_mass_matrix's crba; nonLinearEffects
+    after it; kinematics(); a step's, then the kinetic energy's crba as a log reads it) composes
+    the centre of mass from that pass's joint placements, without a pass of its own: the bits
+    of Pinocchio's centerOfMass from q on a fresh data, for every shipped robot and four real
+    ones; and with no pass at the state, its own from q."""
+    import pinocchio as pin
+    from conftest import SHIPPED
+    from states import random_state
+    own = []
+    real_com = pin.centerOfMass
+    monkeypatch.setattr(pin, "centerOfMass",
+                        lambda m, d, level_or_q, *a: own.append(
+                            not isinstance(level_or_q, pin.KinematicLevel)) or
+                        real_com(m, d, level_or_q, *a))
+    real = [os.path.join(ERD, p) for p in ("a1_description/urdf/a1.urdf",
+                                           "anymal_b_simple_description/robots/anymal.urdf",
+                                           "go2_description/urdf/go2.urdf",
+                                           "ur_description/urdf/ur5_robot.urdf")]
+    for path in SHIPPED + real:
+        w = World(0.001)
+        s = w.add_articulated_system(path)
+        m = s.pinocchio.model
+        for k in range(4):
+            s.set_state(*random_state(s.model, rng))
+            if first_pass == "step":
+                w.integrate()
+                s.get_kinetic_energy()  # (crba at the step's result, as the log's row)
+            elif first_pass == "kinematics":
+                s.kinematics()
+            else:
+                s.get_mass_matrix()  # crba
+                if first_pass == "nonLinearEffects":
+                    s.pinocchio_dynamics()  # (M as get_mass_matrix left it; nonLinearEffects)
+            own.clear()
+            com = s.get_center_of_mass().copy()
+            assert own == [False], path  # (composed from the pass: no q given)
+            q_pin = s.pinocchio_inputs()[0]
+            reference = real_com(m, m.createData(), q_pin, False)
+            assert com.tobytes() == reference.tobytes(), path
+            s.set_state(s.q.copy(), s.u.copy())  # no pass at this state: its own, from q
+            own.clear()
+            reference = real_com(m, m.createData(), s.pinocchio_inputs()[0], False)
+            assert s.get_center_of_mass().tobytes() == reference.tobytes(), path
+            assert own == [True], path
+
+
 @pytest.mark.parametrize("first_pass", ["crba", "nonLinearEffects"])
 def test_placements_after_a_pass_are_compute_joint_jacobians_bit_for_bit(rng, first_pass,
                                                                          monkeypatch):
