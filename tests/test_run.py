@@ -137,6 +137,33 @@ def test_same_scenario_gives_bit_identical_logs(tmp_path):
                 assert np.array_equal(a.attrs[k], b.attrs[k]), k
 
 
+def test_a_log_of_contacts_leaves_the_steps_results_to_be_reused(tmp_path, monkeypatch):
+    """The log copies a quick step's contact block when it logs the row: had it kept a view
+    until the chunk is written, each step's result arrays would stay held, and every step
+    would make new ones (step/quick.py's pool). A standing quadruped logged with its contacts
+    for 700 steps (a chunk of 512 rows written on the way) makes a handful of result sets, and
+    its contacts are in the log."""
+    from raisimcli.physics.step import quick
+    from raisimcli.scenario import load_scenario, run as run_scenario
+    made = []
+
+    class Counted(quick._Results):
+        def __init__(self, *a):
+            made.append(1)
+            super().__init__(*a)
+
+    monkeypatch.setattr(quick, "_Results", Counted)
+    out = tmp_path / "stand.h5"
+    res = run_scenario(load_scenario(os.path.join(SCENARIOS, "quadruped_stand.toml"),
+                                     ('log.signals=["state", "contacts"]',), duration=0.7,
+                                     log_path=str(out)))
+    assert res.steps == 700
+    assert 1 <= len(made) <= quick._POOL + 2, len(made)
+    with h5py.File(out) as f:
+        counts = f["contacts/count"][()]
+        assert counts[-100:].min() == 4 and len(f["contacts/position"]) == counts.sum()
+
+
 def test_rows_flushed_chunk_by_chunk_are_the_rows_of_one_chunk(tmp_path, monkeypatch):
     """Each full chunk is written and flushed during the run, the last one at close. With 16-row
     chunks (25 flushes; the contacts' chunks, 16 contacts each, written again while partial)

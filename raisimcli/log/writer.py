@@ -368,11 +368,13 @@ class LogWriter:
     def _contact_columns(self, cs) -> tuple:
         """What the contact datasets take of a step's contacts (a ContactSet): (their number,
         the two bodies' name indices, the arrays, whether they are a log_block). The arrays: the
-        set's log_block when it has one (a quick step's results, unpacked for a chunk's rows at
-        once), else position, normal, the impulses and the distance (_flush_contacts makes the
-        force and the penetration of a chunk's rows at once), the geometry as it is (detection
-        makes new arrays each step), the results copied (a second integrate2 without integrate1
-        would write them again)."""
+        set's log_block when it has one (a quick step's results, copied now and unpacked for a
+        chunk's rows at once: a view would hold the step's result arrays until the chunk is
+        written, and the next steps could not reuse them, step/quick.py's pool), else position,
+        normal, the impulses and the distance (_flush_contacts makes the force and the
+        penetration of a chunk's rows at once), the geometry as it is (detection makes new
+        arrays each step), the results copied (a second integrate2 without integrate1 would
+        write them again)."""
         key = cs.log_key()  # the same contacts as a step before (a robot standing): a lookup
         bodies = self._pair_rows.get(key)
         if bodies is None:
@@ -383,8 +385,8 @@ class LogWriter:
                 [(name(sa, la), name(sb, nb)) for sa, _, la, sb, _, nb in meta],
                 dtype=np.int32).reshape(len(meta), 2)  # (read, never written)
         packed = cs.log_block()
-        if packed is not None:  # (the step's own results: copied when the chunk is written)
-            return len(bodies), bodies, packed, True
+        if packed is not None:  # (the step's own results)
+            return len(bodies), bodies, (packed[0].copy(), packed[1]), True
         points, normals, impulse, impulse_contact, distance = cs.log_arrays()
         return len(bodies), bodies, (points, normals, impulse.copy(), impulse_contact.copy(),
                                      distance), False
