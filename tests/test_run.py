@@ -164,6 +164,46 @@ def test_a_log_of_contacts_leaves_the_steps_results_to_be_reused(tmp_path, monke
         assert counts[-100:].min() == 4 and len(f["contacts/position"]) == counts.sum()
 
 
+@pytest.mark.parametrize("budget", [8, 1])
+def test_contact_chunks_go_to_the_helper_with_their_rows(tmp_path, monkeypatch, budget):
+    """With the helper process, each full chunk of rows takes its contacts' chunks along when
+    they fit in the helper's job (room for CONTACTS_IN_HELPER contacts a row; with room for 1,
+    a standing quadruped's 4 do not fit and are compressed in the run's process). Either way
+    the log holds, chunk for chunk, the bytes of a log written without the helper."""
+    import functools
+    from raisimcli.log import writer as writer_module
+    from raisimcli.scenario import load_scenario, run as run_scenario
+    from raisimcli.scenario import runner
+    monkeypatch.setattr(writer_module, "CONTACTS_IN_HELPER", budget)
+    from_helper = []
+    real_write = writer_module._ChunkAppender.write
+    monkeypatch.setattr(writer_module._ChunkAppender, "write", lambda self, plan, done=None: (
+        from_helper.append(done is not None), real_write(self, plan, done))[1])
+    logs = {}
+    for helper in (True, False):
+        monkeypatch.setattr(runner, "LogWriter",
+                            functools.partial(writer_module.LogWriter, deflate_helper=helper))
+        from_helper.clear()
+        out = tmp_path / f"helper{helper}.h5"
+        res = run_scenario(load_scenario(os.path.join(SCENARIOS, "quadruped_stand.toml"),
+                                         ('log.signals=["state", "contacts"]',), duration=1.2,
+                                         log_path=str(out)))
+        assert res.steps == 1200
+        logs[helper] = out
+        if helper:  # two full chunks of rows went to the helper, the last one was written here
+            assert from_helper.count(True) == (20 if budget == 8 else 0), from_helper
+        else:
+            assert not any(from_helper)
+    with h5py.File(logs[True]) as a, h5py.File(logs[False]) as b:
+        for name in ("count", "start", "position", "normal", "impulse_world", "impulse_contact",
+                     "force", "penetration", "body_a", "body_b"):
+            x, y = a[f"contacts/{name}"], b[f"contacts/{name}"]
+            assert x.shape == y.shape and x[()].tobytes() == y[()].tobytes(), name
+            for at in range(0, x.shape[0], x.chunks[0]):
+                offset = (at,) + (0,) * (x.ndim - 1)
+                assert x.id.read_direct_chunk(offset) == y.id.read_direct_chunk(offset), name
+
+
 def test_rows_flushed_chunk_by_chunk_are_the_rows_of_one_chunk(tmp_path, monkeypatch):
     """Each full chunk is written and flushed during the run, the last one at close. With 16-row
     chunks (25 flushes; the contacts' chunks, 16 contacts each, written again while partial)

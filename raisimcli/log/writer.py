@@ -371,7 +371,7 @@ class LogWriter:
         set's log_block when it has one (a quick step's results, copied now and unpacked for a
         chunk's rows at once: a view would hold the step's result arrays until the chunk is
         written, and the next steps could not reuse them, step/quick.py's pool), else position,
-        normal, the impulses and the distance (_flush_contacts makes the force and the
+        normal, the impulses and the distance (_plan_contacts makes the force and the
         penetration of a chunk's rows at once), the geometry as it is (detection makes new
         arrays each step), the results copied (a second integrate2 without integrate1 would
         write them again)."""
@@ -525,11 +525,25 @@ class LogWriter:
         from raisimcli.log.deflate import DeflateHelper, chunk_bound
         sizes = [self.chunk_rows * int(np.prod(c.shape)) * np.dtype(c.dtype).itemsize
                  for c in self.channels]
+        if sizes and self._world is not None and self._contact_appenders is not None:
+            sizes += self._contact_budget()
         if sizes:
             try:
                 self._helper = DeflateHelper(sum(sizes), sum(chunk_bound(n) for n in sizes))
             except OSError:
                 pass
+
+    def _contact_budget(self) -> list:
+        """Room in each of the helper's jobs for the contact datasets' chunks of a chunk of rows
+        (_chunk): their bytes with up to CONTACTS_IN_HELPER contacts a row and the partial chunk
+        written again; a chunk of rows with more contacts has them compressed here."""
+        c = self.chunk_rows
+        sizes = []
+        for name, ds in self._contact_ds.items():
+            per_row = 1 if name in ("count", "start") else CONTACTS_IN_HELPER
+            entries = -(-(c * per_row + c - 1) // c) * c  # (whole chunks, with the kept ones)
+            sizes.append(entries * int(np.prod(ds.shape[1:])) * ds.dtype.itemsize)
+        return sizes
 
     def _start_swmr(self) -> None:
         self.f.swmr_mode = True
@@ -660,7 +674,8 @@ class LogWriter:
         self._buffers = self._rows_buffer()
         taken = _Rows(self._taken, n, self._step_indices[:n].astype(np.float64) * self.dt,
                       buffers if n == self.chunk_rows else [b[:n] for b in buffers],
-                      self._contact_rows if self._world is not None else None)
+                      self._plan_contacts(self._contact_rows) if self._world is not None
+                      else None)
         self._contact_rows = []
         self._taken += n
         return taken
@@ -678,7 +693,14 @@ class LogWriter:
             return
         while not self._helper.has_free_slot:  # the helper is behind: wait for its oldest job
             self._write_done(True, 1)
-        self._helper.submit(rows.arrays, self._gzip_level, self._shuffle)
+        arrays = rows.arrays
+        if rows.contacts is not None:  # the contacts' chunks too, when they fit in its slot
+            extra = rows.contacts.chunk_arrays()
+            if sum(a.nbytes for a in arrays) + sum(a.nbytes for a in extra) <= \
+                    self._helper.slot_in:
+                arrays = arrays + extra
+                rows.contacts.in_helper = True
+        self._helper.submit(arrays, self._gzip_level, self._shuffle)
         self._jobs.append(rows)
         self._write_done(False)
 
@@ -689,6 +711,8 @@ class LogWriter:
         while self._jobs and most and (wait or self._helper.ready()):
             rows = self._jobs.popleft()
             rows.compressed = self._helper.result(self._gzip_level)
+            if rows.contacts is not None and rows.contacts.in_helper:
+                rows.contacts.compressed = rows.compressed[len(rows.arrays):]
             self._write(rows)
             written, most = True, most - 1
         if written:
@@ -710,38 +734,53 @@ class LogWriter:
             else:
                 ds[r0:r0 + n] = values
         if self._world is not None:
-            self._flush_contacts(r0, n, rows.contacts)
+            self._write_contacts(r0, n, rows.contacts)
         self.rows += n
 
-    def _flush_contacts(self, r0: int, n: int, contact_rows: list) -> None:
-        ds, appenders = self._contact_ds, self._contact_appenders
+    def _plan_contacts(self, contact_rows: list) -> _ContactPlan:
+        """The contact datasets' new entries for a chunk's taken rows (their _contact_columns),
+        with the contact index's: per row its count and the index of its first contact, then
+        the contacts' columns; with gzip, each dataset's whole chunks to write
+        (_ChunkAppender.plan), else its entries. Made when the rows are taken, in their order,
+        and written with them (_write_contacts)."""
         counts = np.array([row[0] for row in contact_rows], dtype=np.int64)
         starts = self._contact_total + np.concatenate([[0], np.cumsum(counts)[:-1]])
-        for name, values in (("count", counts), ("start", starts)):
-            if appenders is not None:
-                appenders[name].append(values)
-                continue
-            ds[name].resize((r0 + n,))
-            ds[name][r0:] = values
         k0, k = self._contact_total, int(counts.sum())
+        self._contact_total += k
+        entries = [("count", counts), ("start", starts)]
         if k:
-            self._contact_index.resize((k0 + k,))
-            self._contact_index[k0:] = np.arange(k0, k0 + k)
             steps = [row for row in contact_rows if row[0]]
             points, normals, impulse, impulse_contact, distance = _contact_arrays(steps)
             bodies = np.concatenate([row[1] for row in steps])
             depth = -distance  # (the force and the penetration entry by entry, as row by row)
             columns = [points, normals, impulse, impulse_contact, impulse / self.dt,
                        np.where(depth > 0.0, depth, 0.0), bodies[:, 0], bodies[:, 1]]
-            for name, values in zip(("position", "normal", "impulse_world", "impulse_contact",
-                                     "force", "penetration", "body_a", "body_b"), columns):
-                if appenders is not None:
-                    appenders[name].append(values)
-                    continue
-                d = ds[name]
-                d.resize((k0 + k,) + d.shape[1:])
-                d[k0:] = np.asarray(values, dtype=d.dtype)
-        self._contact_total += k
+            entries += zip(("position", "normal", "impulse_world", "impulse_contact", "force",
+                            "penetration", "body_a", "body_b"), columns)
+        appenders = self._contact_appenders
+        if appenders is not None:
+            entries = [(name, appenders[name].plan(values)) for name, values in entries]
+        return _ContactPlan(k0, k, entries, appenders is not None)
+
+    def _write_contacts(self, r0: int, n: int, plan: _ContactPlan) -> None:
+        """Write a chunk's contacts (_plan_contacts), compressed in the helper with the rows
+        or here."""
+        ds = self._contact_ds
+        k0, k = plan.k0, plan.k
+        if k:
+            self._contact_index.resize((k0 + k,))
+            self._contact_index[k0:] = np.arange(k0, k0 + k)
+        compressed = plan.compressed
+        for name, entries in plan.entries:
+            if plan.chunked:
+                done = compressed[:len(entries[1])] if compressed is not None else None
+                self._contact_appenders[name].write(entries, done)
+                if compressed is not None:
+                    compressed = compressed[len(entries[1]):]
+                continue
+            d, at = ds[name], (r0 if name in ("count", "start") else k0)
+            d.resize((at + len(entries),) + d.shape[1:])
+            d[at:] = np.asarray(entries, dtype=d.dtype)
 
     def close(self, status: str, message: str = "") -> str:
         """Flush, write the status last, close and rename to the final name (beside a complete
@@ -811,24 +850,42 @@ class _ChunkAppender:
         self.size = 0  # entries written
         self.tail = np.empty((0,) + ds.shape[1:], dtype=ds.dtype)  # the last chunk's entries
 
-    def append(self, values) -> None:
+    def plan(self, values) -> tuple:
+        """The chunks that appending `values` writes: (the dataset's new size, [(the chunk's
+        first entry, its entries padded to a whole chunk)]), for write() in the order of the
+        plans (the kept entries move on at once)."""
         values = np.asarray(values, dtype=self.ds.dtype)
         if not len(values):
-            return
+            return self.size, []
         first = self.size - len(self.tail)  # (the tail's chunk starts there)
         data = np.concatenate([self.tail, values]) if len(self.tail) else values
         self.size += len(values)
-        self.ds.resize((self.size,) + data.shape[1:])
-        zeros, c = (0,) * (data.ndim - 1), self.chunk
+        chunks, c = [], self.chunk
         for at in range(0, len(data), c):
             part = data[at:at + c]
             if len(part) < c:
                 padded = np.zeros((c,) + data.shape[1:], dtype=data.dtype)
                 padded[:len(part)] = part
                 part = padded
-            self.ds.id.write_direct_chunk((first + at,) + zeros, self.deflate(part))
+            chunks.append((first + at, np.ascontiguousarray(part)))
         whole = len(data) - len(data) % c
         self.tail = data[whole:].copy()
+        return self.size, chunks
+
+    def write(self, plan: tuple, compressed: list | None = None) -> None:
+        """Write a plan's chunks: `compressed` (each chunk as deflate makes it, from the
+        helper), or compressed here."""
+        size, chunks = plan
+        if not chunks:
+            return
+        self.ds.resize((size,) + self.ds.shape[1:])
+        zeros = (0,) * (self.ds.ndim - 1)
+        for i, (at, part) in enumerate(chunks):
+            self.ds.id.write_direct_chunk((at,) + zeros, self.deflate(part) if compressed is None
+                                          else compressed[i])
+
+    def append(self, values) -> None:
+        self.write(self.plan(values))
 
 
 class _RecordColumns:
@@ -857,18 +914,42 @@ class _RecordColumns:
 
 
 @dataclass
+class _ContactPlan:
+    """A chunk's contacts to write (LogWriter._plan_contacts): the contact index's first entry
+    and count, each dataset's entries (`chunked`: its _ChunkAppender.plan), and the chunks as
+    the helper compressed them (None: compressed when written)."""
+
+    k0: int
+    k: int
+    entries: list
+    chunked: bool
+    compressed: list | None = None
+    in_helper: bool = False
+
+    def chunk_arrays(self) -> list:
+        """The plan's chunks, in order, for the helper (none without gzip)."""
+        return [part for _, (_, chunks) in self.entries for _, part in chunks] \
+            if self.chunked else []
+
+
+@dataclass
 class _Rows:
     """Rows taken from the writer's buffers: `r0` their first row in the file, `n` of them, their
-    `time` values, one array per channel, the contacts' columns per row (or None), and the
-    chunk of each channel as compressed by the helper or by _deflate (None: HDF5's filters
-    compress them)."""
+    `time` values, one array per channel, their contacts to write (or None), and the chunk of
+    each channel as compressed by the helper or by _deflate (None: HDF5's filters compress
+    them)."""
 
     r0: int
     n: int
     time: np.ndarray
     arrays: list
-    contacts: list | None
+    contacts: _ContactPlan | None
     compressed: list | None = None
+
+
+# the contacts a row for which the helper's jobs have room (_contact_budget): a quadruped's feet
+# and a biped's soles, with room to spare
+CONTACTS_IN_HELPER = 8
 
 
 def _helper_by_default() -> bool:
