@@ -204,6 +204,32 @@ def test_contact_chunks_go_to_the_helper_with_their_rows(tmp_path, monkeypatch, 
                 assert x.id.read_direct_chunk(offset) == y.id.read_direct_chunk(offset), name
 
 
+@pytest.mark.parametrize("helper", [True, False])
+def test_timed_flushes_between_chunks_keep_rows_and_contacts(tmp_path, monkeypatch, helper):
+    """Flushes every few milliseconds (the timer's, which write a chunk of rows in parts, and
+    the contacts' chunks again each time) between 64-row chunks, with and without the helper:
+    the log holds the bits of one written without timed flushes."""
+    import functools
+    from raisimcli.log import writer as writer_module
+    from raisimcli.scenario import load_scenario, run as run_scenario
+    from raisimcli.scenario import runner
+    logs = {}
+    for name, seconds in (("timed", 0.003), ("reference", 1e9)):
+        monkeypatch.setattr(writer_module, "FLUSH_SECONDS", seconds)
+        monkeypatch.setattr(runner, "LogWriter", functools.partial(
+            writer_module.LogWriter, chunk_rows=64, deflate_helper=helper))
+        logs[name] = tmp_path / f"{name}.h5"
+        run_scenario(load_scenario(os.path.join(SCENARIOS, "quadruped_drop.toml"), (),
+                                   duration=0.6, log_path=str(logs[name])))
+    with h5py.File(logs["timed"]) as a, h5py.File(logs["reference"]) as b:
+        assert a["contacts/count"][()].sum() > 500
+        paths = []
+        a.visititems(lambda n, o: paths.append(n) if isinstance(o, h5py.Dataset) else None)
+        for n in paths:
+            if a[n].dtype.kind != "O":
+                assert a[n].shape == b[n].shape and a[n][()].tobytes() == b[n][()].tobytes(), n
+
+
 def test_rows_flushed_chunk_by_chunk_are_the_rows_of_one_chunk(tmp_path, monkeypatch):
     """Each full chunk is written and flushed during the run, the last one at close. With 16-row
     chunks (25 flushes; the contacts' chunks, 16 contacts each, written again while partial)
