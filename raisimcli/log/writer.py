@@ -734,7 +734,7 @@ class LogWriter:
             else:
                 ds[r0:r0 + n] = values
         if self._world is not None:
-            self._write_contacts(r0, n, rows.contacts)
+            self._write_contacts(r0, rows.contacts)
         self.rows += n
 
     def _plan_contacts(self, contact_rows: list) -> _ContactPlan:
@@ -762,7 +762,7 @@ class LogWriter:
             entries = [(name, appenders[name].plan(values)) for name, values in entries]
         return _ContactPlan(k0, k, entries, appenders is not None)
 
-    def _write_contacts(self, r0: int, n: int, plan: _ContactPlan) -> None:
+    def _write_contacts(self, r0: int, plan: _ContactPlan) -> None:
         """Write a chunk's contacts (_plan_contacts), compressed in the helper with the rows
         or here."""
         ds = self._contact_ds
