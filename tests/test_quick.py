@@ -328,6 +328,45 @@ def test_reading_a_getter_between_steps_changes_no_step(case, read, split, monke
         assert sum(done) >= 400  # (the quick step's, in both worlds)
 
 
+@pytest.mark.parametrize("case", ["drop", "actuators_and_limits", "arm_rk4", "arm_torque_mode",
+                                  "three_apart", "gripper_on_quadruped", "fourbar", "spherical"])
+def test_a_logs_energies_and_force_are_the_getters_bit_for_bit(case):
+    """log_energies_and_force (a log's row: the kinetic and potential energies and the
+    generalized force in one compiled call) gives the bits of the three getters after every
+    step, on every path (the quick step, RK4, a loop, a mimic beside a robot, actuators and
+    limits, a spherical joint), and so do the getters read after it (it keeps M and the centre
+    of mass as they keep them); read after get_mass_matrix it gives the getters' values too.
+    The steps of a world read this way keep the bits of one read through the getters (the next
+    step reuses the crba)."""
+    worlds = []
+    for way in ("fused", "getters"):
+        w = World(0.001)
+        worlds.append((w, _setup(case, w), way))
+    for k in range(300):
+        rows = []
+        for w, _, way in worlds:
+            _before_step(case, k, w)
+            w.integrate()
+            for s in w.systems:
+                if way == "getters":
+                    rows.append(np.concatenate([[s.get_kinetic_energy()],
+                                                [s.get_potential_energy()],
+                                                s.get_generalized_force()]))
+                    continue
+                out = np.empty(2 + s.nv)
+                if k % 50 == 7:  # (M kept already: the getters give it)
+                    s.get_mass_matrix()
+                s.log_energies_and_force(out)
+                again = np.concatenate([[s.get_kinetic_energy()], [s.get_potential_energy()],
+                                        s.get_generalized_force()])
+                assert again.tobytes() == out.tobytes(), (case, k, s.name)
+                rows.append(out)
+        half = len(rows) // 2
+        for a, b in zip(rows[:half], rows[half:]):
+            assert a.tobytes() == b.tobytes(), (case, k)
+    _same(*[(w, s) for w, s, _ in worlds])
+
+
 @pytest.mark.parametrize("first_pass", ["crba", "nonLinearEffects", "kinematics", "step"])
 def test_centre_of_mass_after_a_pass_is_its_own_pass_bit_for_bit(rng, first_pass, monkeypatch):
     """get_center_of_mass after a pass at the state (get_mass_matrix's crba; nonLinearEffects

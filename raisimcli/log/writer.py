@@ -96,7 +96,10 @@ class Channel:
     returns the row. `dims`: the dimension-scale datasets of the row's axes (the first axis is
     always `/time`); `units`: one CF/UDUNITS string, or one per column of the first row axis;
     `description`: prose; `record`: the key of the row in its `system`'s step record
-    (ArticulatedSystem.step_record), which the writer copies from there when it can."""
+    (ArticulatedSystem.step_record), which the writer copies from there when it can; `derived`:
+    which of the entries of the system's log_energies_and_force the row is ("kinetic",
+    "potential", "generalized_force"), which the writer reads in one call when it logs all
+    three."""
 
     path: str
     shape: tuple
@@ -107,6 +110,7 @@ class Channel:
     dims: tuple = ()
     record: str | None = None
     system: object = None
+    derived: str | None = None
 
     @property
     def names(self) -> str | None:
@@ -268,9 +272,10 @@ class LogWriter:
                               dims=(dof.name,), record="u", system=system))
         if "energy" in signals:
             ch.append(Channel(f"{p}/energy/kinetic", (), system.get_kinetic_energy, "J",
-                              "1/2 u^T M u"))
+                              "1/2 u^T M u", system=system, derived="kinetic"))
             ch.append(Channel(f"{p}/energy/potential", (), system.get_potential_energy, "J",
-                              "sum of m g z of the moving bodies"))
+                              "sum of m g z of the moving bodies", system=system,
+                              derived="potential"))
         if "torque" in signals:
             for source in SOURCES + ("total",):
                 ch.append(Channel(f"{p}/torque/{source}", (nv,),
@@ -280,7 +285,7 @@ class LogWriter:
         if "generalized_force" in signals:
             ch.append(Channel(f"{p}/generalized_force", (nv,), system.get_generalized_force,
                               forces, "get_generalized_force(): tau_cmd + tau_act",
-                              dims=(dof.name,)))
+                              dims=(dof.name,), system=system, derived="generalized_force"))
         if "actuators" in signals and m.actuators:
             act = self._scale(g, "actuator_names", [a.name for a in m.actuators], "the actuators")
             n = len(m.actuators)
@@ -506,6 +511,22 @@ class LogWriter:
             width = self._columns[i][1]
         for r in self._records:
             r.start, r.stop = self._columns[r.channels[0]][0], self._columns[r.channels[-1]][1]
+        # a robot's kinetic and potential energies and generalized force, side by side: one
+        # call (ArticulatedSystem.log_energies_and_force) writes them into the row
+        self._derived = []
+        derived: dict[int, dict] = {}
+        for i in self._plain:
+            c = self.channels[i]
+            if c.derived is not None:
+                derived.setdefault(id(c.system), {})[c.derived] = i
+        for kinds in derived.values():
+            trio = [kinds.get(k) for k in ("kinetic", "potential", "generalized_force")]
+            if None in trio:
+                continue
+            cols = [self._columns[i] for i in trio]
+            if cols[0][1] == cols[1][0] and cols[1][1] == cols[2][0]:
+                self._derived.append((self.channels[trio[0]].system, cols[0][0], cols[2][1]))
+                self._plain = [i for i in self._plain if i not in trio]
         self._width = width
         self._reads = [c.read for c in self.channels]
         self._buffers = self._rows_buffer()
@@ -595,6 +616,10 @@ class LogWriter:
                 continue
             array, layout = record
             self._row_array[fill, r.start:r.stop] = array[r.index(layout)]
+        if self._derived:
+            row = self._row_array[fill]
+            for system, a, b in self._derived:
+                system.log_energies_and_force(row[a:b])
         for i in self._plain:
             buffers[i][fill] = reads[i]()
         self._step_indices[fill] = step_index + 1

@@ -287,6 +287,7 @@ class Conventions:
         self.block_q = np.array([b[1] for b in blocks], dtype=np.int64)
         n = self.nv  # scratch of the compiled transforms (never returned)
         self._TM, self._c = np.empty((n, n)), np.empty(n)
+        self.TM_scratch = self._TM  # (mass_matrix's T M_pin, for a caller of _mass_matrix)
         self._v, self._o = np.empty((n, 1)), np.empty((n, 1))
 
     # --- T as rotation blocks (compiled; the same bits as the dense products with T) -----------

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from raisimcli.jit import kernel
-from raisimcli.linalg import Cholesky, _cho_solve, _cholesky
+from raisimcli.linalg import Cholesky, _cho_solve, _cholesky, _quadratic
+from raisimcli.physics.conventions import _mass_matrix
 from raisimcli.physics.step.actuators import _actuators
 from raisimcli.physics.step.implicit import Factorized
 
@@ -85,6 +86,27 @@ def generalized_force(tr, tau_a, enforce: bool, kp, kd, q_err, u_ref, u, tau_ff,
                        kp, kd, q_err, u_ref, tau_ff, lower, upper,
                        np.empty(5 * tr.T.shape[0] + u.shape[0]), out)
     return out
+
+
+@kernel
+def _energies_and_force(M_upper, bu, R, M_pin, TM, M, u, scratch_n, com, g, mass, T, stall,
+                        back_emf, peak, tau_a, gear, enforce, kp, kd, q_err, u_ref, tau_ff, lower,
+                        upper, scratch, out):
+    """What three getters give at a state, with their operations in their order (a log's row,
+    ArticulatedSystem.log_energies_and_force): M_pin and M = T M_pin T^T from Pinocchio's upper
+    triangle (conventions' _mass_matrix, get_mass_matrix), out[0] = 1/2 u^T M u (_quadratic,
+    get_kinetic_energy), out[1] = -(mass (g . com)), the products summed in index order from 0
+    (get_potential_energy), out[2:] the generalized force (_generalized_force,
+    get_generalized_force)."""
+    _mass_matrix(M_upper, bu, R, M_pin, TM, M)
+    out[0] = 0.5 * _quadratic(M, u, scratch_n)
+    gc = 0.0
+    gc += g[0] * com[0]
+    gc += g[1] * com[1]
+    gc += g[2] * com[2]
+    out[1] = -(mass * gc)
+    _generalized_force(T, u, stall, back_emf, peak, tau_a, gear, enforce, kp, kd, q_err, u_ref,
+                       tau_ff, lower, upper, scratch, out[2:])
 
 
 def explicit_pass(dt: float, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out,
