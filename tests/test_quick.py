@@ -367,6 +367,22 @@ def test_a_logs_energies_and_force_are_the_getters_bit_for_bit(case):
     _same(*[(w, s) for w, s, _ in worlds])
 
 
+def test_a_logs_energies_with_a_gravity_of_another_shape_are_the_getters():
+    """A gravity set as a (3, 1) array (World.set_gravity keeps the shape it is given): the
+    getters read it flattened, and log_energies_and_force gives their values."""
+    from conftest import ROBOTS
+    w = World(0.001)
+    s = w.add_articulated_system(os.path.join(ROBOTS, "quadruped.urdf"))
+    w.set_gravity(np.array([[0.0], [0.0], [-9.81]]))
+    for _ in range(3):
+        w.integrate()
+    out = np.empty(2 + s.nv)
+    s.log_energies_and_force(out)
+    expected = np.concatenate([[s.get_kinetic_energy()], [s.get_potential_energy()],
+                               s.get_generalized_force()])
+    assert out.tobytes() == expected.tobytes() and out[1] < 0.0
+
+
 @pytest.mark.parametrize("first_pass", ["crba", "nonLinearEffects", "kinematics", "step"])
 def test_centre_of_mass_after_a_pass_is_its_own_pass_bit_for_bit(rng, first_pass, monkeypatch):
     """get_center_of_mass after a pass at the state (get_mass_matrix's crba; nonLinearEffects

@@ -1230,10 +1230,11 @@ class ArticulatedSystem:
         after Pinocchio's crba and centre of mass (a log's row: 5.7 us against 8.4 for the
         three getters on the quadruped). The state's M, M_pin, centre of mass and potential
         energy are kept as the getters keep them (the next step reuses the crba). When one of
-        them is kept already, the getters give the values."""
+        them is kept already (or the gravity is not a (3,) array), the getters give the
+        values."""
         cache, g = self._cache, self._gravity
         key = ("V", g.tobytes())
-        if "M" in cache or "com" in cache or key in cache:
+        if "M" in cache or "com" in cache or key in cache or g.shape != (3,):
             out[0], out[1] = self.get_kinetic_energy(), self.get_potential_energy()
             out[2:] = self.get_generalized_force()
             return
