@@ -437,7 +437,8 @@ class LogWriter:
             if shape:
                 ds.dims[1].attach_scale(self.xyz)
             self._contact_ds[name] = ds
-        # with gzip, whole chunks compressed here and written directly (_ChunkAppender)
+        # with gzip, whole chunks written directly, compressed in the helper or here
+        # (_ChunkAppender, _plan_contacts)
         self._contact_appenders = {name: _ChunkAppender(ds, self._deflate)
                                    for name, ds in self._contact_ds.items()} \
             if self._deflate_here else None
@@ -653,14 +654,7 @@ class LogWriter:
         """Each channel's rows as a whole chunk: a partial chunk padded with zeros to the
         chunk's rows, as HDF5 pads the chunks at a dataset's end (the rows past its extent are
         never read)."""
-        chunks = []
-        for a in rows.arrays:
-            if rows.n < self.chunk_rows:
-                padded = np.zeros((self.chunk_rows,) + a.shape[1:], dtype=a.dtype)
-                padded[:rows.n] = a
-                a = padded
-            chunks.append(a)
-        return chunks
+        return [_padded(a, self.chunk_rows) for a in rows.arrays]
 
     def _deflate(self, a: np.ndarray):
         """One channel's whole chunk as the log stores it (log/deflate.py), here."""
@@ -861,13 +855,24 @@ def _contact_arrays(steps: list) -> tuple:
     return tuple(np.concatenate([part[k] for part in parts]) for k in range(5))
 
 
+def _padded(a: np.ndarray, rows: int) -> np.ndarray:
+    """`a` as a whole chunk of `rows` along its first axis: padded with zeros, as HDF5 pads the
+    chunks at a dataset's end (the entries past its extent are never read)."""
+    if len(a) >= rows:
+        return a
+    padded = np.zeros((rows,) + a.shape[1:], dtype=a.dtype)
+    padded[:len(a)] = a
+    return padded
+
+
 class _ChunkAppender:
     """Appends entries along the first axis of an empty chunked dataset that nothing else
-    writes: every chunk that the new entries touch is compressed by `deflate` (LogWriter._deflate:
-    libdeflate) and written whole with HDF5's direct chunk write, the last one padded with zeros
-    (as HDF5 pads a dataset's last chunk). The entries of that last, partial chunk are kept, and
-    its chunk is written again, whole, with the next entries: HDF5's own filters would read it
-    back, decompress, merge and compress it again with zlib, several times slower."""
+    writes: plan() cuts every chunk that the new entries touch, the last one padded with zeros
+    (as HDF5 pads a dataset's last chunk); write() writes them whole with HDF5's direct chunk
+    write, compressed by the helper or by `deflate` (LogWriter._deflate: libdeflate). The
+    entries of the last, partial chunk are kept, and its chunk is written again, whole, with the
+    next entries: HDF5's own filters would read it back, decompress, merge and compress it again
+    with zlib, several times slower."""
 
     def __init__(self, ds: h5py.Dataset, deflate):
         self.ds, self.deflate = ds, deflate
@@ -885,14 +890,9 @@ class _ChunkAppender:
         first = self.size - len(self.tail)  # (the tail's chunk starts there)
         data = np.concatenate([self.tail, values]) if len(self.tail) else values
         self.size += len(values)
-        chunks, c = [], self.chunk
-        for at in range(0, len(data), c):
-            part = data[at:at + c]
-            if len(part) < c:
-                padded = np.zeros((c,) + data.shape[1:], dtype=data.dtype)
-                padded[:len(part)] = part
-                part = padded
-            chunks.append((first + at, np.ascontiguousarray(part)))
+        c = self.chunk
+        chunks = [(first + at, np.ascontiguousarray(_padded(data[at:at + c], c)))
+                  for at in range(0, len(data), c)]
         whole = len(data) - len(data) % c
         self.tail = data[whole:].copy()
         return self.size, chunks
@@ -908,9 +908,6 @@ class _ChunkAppender:
         for i, (at, part) in enumerate(chunks):
             self.ds.id.write_direct_chunk((at,) + zeros, self.deflate(part) if compressed is None
                                           else compressed[i])
-
-    def append(self, values) -> None:
-        self.write(self.plan(values))
 
 
 class _RecordColumns:

@@ -286,8 +286,8 @@ class Conventions:
         self.block_u = np.array([b[0] for b in blocks], dtype=np.int64)
         self.block_q = np.array([b[1] for b in blocks], dtype=np.int64)
         n = self.nv  # scratch of the compiled transforms (never returned)
-        self._TM, self._c = np.empty((n, n)), np.empty(n)
-        self.TM_scratch = self._TM  # (mass_matrix's T M_pin, for a caller of _mass_matrix)
+        # (TM_scratch: mass_matrix's T M_pin, also for another caller of _mass_matrix)
+        self.TM_scratch, self._c = np.empty((n, n)), np.empty(n)
         self._v, self._o = np.empty((n, 1)), np.empty((n, 1))
 
     # --- T as rotation blocks (compiled; the same bits as the dense products with T) -----------
@@ -313,7 +313,7 @@ class Conventions:
         """(M_pin, T M_pin T^T) of the upper triangle that Pinocchio's crba writes."""
         n = self.nv
         M_pin, M = np.empty((n, n)), np.empty((n, n))
-        _mass_matrix(M_upper, self.block_u, R, M_pin, self._TM, M)
+        _mass_matrix(M_upper, self.block_u, R, M_pin, self.TM_scratch, M)
         return M_pin, M
 
     def pin_inputs(self, q: np.ndarray, u: np.ndarray, q_to_pin: np.ndarray):
