@@ -742,10 +742,15 @@ class LogWriter:
         through HDF5's filters)."""
         r0, n = self.rows, rows.n
         assert r0 == rows.r0
-        self.time_ds.resize((r0 + n,))
-        self.time_ds[r0:] = rows.time  # t = k dt
+        # the extents through HDF5's own call (h5py's resize checks and reads the shape again:
+        # 7 against 3 us a dataset)
+        self.time_ds.id.set_extent((r0 + n,))
+        if r0 % self.chunk_rows:  # (rows after a timed flush: HDF5 completes their chunk)
+            self.time_ds[r0:] = rows.time  # t = k dt
+        else:  # a chunk of its own, unfiltered: its bytes as they are (0.14 ms a slice write)
+            self.time_ds.id.write_direct_chunk((r0,), _padded(rows.time, self.chunk_rows))
         for i, (ds, values) in enumerate(zip(self._datasets, rows.arrays)):
-            ds.resize((r0 + n,) + ds.shape[1:])
+            ds.id.set_extent((r0 + n,) + values.shape[1:])
             if values.size == 0:  # (a robot without DoFs: rows of no column, nothing to write)
                 continue
             if rows.compressed is not None:
