@@ -337,15 +337,25 @@ def test_a_logs_energies_and_force_are_the_getters_bit_for_bit(case):
     limits, a spherical joint), and so do the getters read after it (it keeps M and the centre
     of mass as they keep them); read after get_mass_matrix it gives the getters' values too.
     The steps of a world read this way keep the bits of one read through the getters (the next
-    step reuses the crba)."""
+    step reuses the crba). With actuators, the setters change between steps what the call
+    reads: the stall torques (the bus voltage), the gains and limits, then the motors' regions
+    are no longer enforced."""
     worlds = []
     for way in ("fused", "getters"):
         w = World(0.001)
         worlds.append((w, _setup(case, w), way))
     for k in range(300):
         rows = []
-        for w, _, way in worlds:
+        for w, s, way in worlds:
             _before_step(case, k, w)
+            if case == "actuators_and_limits" and k in (100, 150, 200):
+                if k == 100:
+                    s.set_bus_voltage(6.0)
+                elif k == 150:
+                    s.set_pd_gains(np.full(s.nv, 120.0), np.full(s.nv, 4.0))
+                    s.set_actuation_limits(np.full(s.nv, 40.0), np.full(s.nv, -40.0))
+                else:
+                    s.set_motor_operating_region_enforced(False)
             w.integrate()
             for s in w.systems:
                 if way == "getters":

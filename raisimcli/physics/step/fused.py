@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from raisimcli.jit import kernel
+from numba import types
+
+from raisimcli.jit import ArrayTable, kernel, table_view
 from raisimcli.linalg import Cholesky, _cho_solve, _cholesky, _quadratic
 from raisimcli.physics.conventions import _mass_matrix
 from raisimcli.physics.step.actuators import _actuators
@@ -88,16 +90,45 @@ def generalized_force(tr, tau_a, enforce: bool, kp, kd, q_err, u_ref, u, tau_ff,
     return out
 
 
+# the arrays of a robot that _energies_and_force reads at every call, in one ArrayTable
+# (energies_table): numba unboxes each array argument of a call (about 50 ns each)
+_INTS, _FLOATS, _MATRIX = (types.int64, 1, "C"), (types.float64, 1, "C"), (types.float64, 2, "C")
+_ints_of, _floats_of, _matrix_of = table_view(_INTS), table_view(_FLOATS), table_view(_MATRIX)
+
+
+def energies_table(block_u, TM, T, back_emf, peak, gear, commands, layout,
+                   scratch_n, scratch) -> ArrayTable:
+    """_energies_and_force's table of a robot: the conventions' block_u and the mass matrix's
+    scratch TM, the transmission's T, back_emf, peak and gear, the system's `commands` with
+    where its views start and end (`layout`, raisimcli.physics.commands: kp, kd, u_ref, tau_ff,
+    tau_lower, tau_upper, tau_a, zero_gains), the quadratic form's scratch (nv) and the
+    actuators' (5 n_act + nv). Every one of them is written in place, never rebound."""
+    views = np.array([layout[name][k] for name in ("kp", "kd", "u_ref", "tau_ff", "tau_lower",
+                                                   "tau_upper", "tau_a", "zero_gains")
+                      for k in (0, 1)], dtype=np.int64)
+    return ArrayTable([(block_u, _INTS), (TM, _MATRIX), (T, _MATRIX), (back_emf, _FLOATS),
+                       (peak, _FLOATS), (gear, _FLOATS), (commands, _FLOATS), (views, _INTS),
+                       (scratch_n, _FLOATS), (scratch, _FLOATS)])
+
+
 @kernel
-def _energies_and_force(M_upper, bu, R, M_pin, TM, M, u, scratch_n, com, g, mass, T, stall,
-                        back_emf, peak, tau_a, gear, enforce, kp, kd, q_err, u_ref, tau_ff, lower,
-                        upper, scratch, out):
+def _energies_and_force(M_upper, R, M_pin, M, u, com, g, q_err, stall, mass, flags, arrays, out):
     """What three getters give at a state, with their operations in their order (a log's row,
     ArticulatedSystem.log_energies_and_force): M_pin and M = T M_pin T^T from Pinocchio's upper
     triangle (conventions' _mass_matrix, get_mass_matrix), out[0] = 1/2 u^T M u (_quadratic,
     get_kinetic_energy), out[1] = -(mass (g . com)), the products summed in index order from 0
     (get_potential_energy), out[2:] the generalized force (_generalized_force,
-    get_generalized_force)."""
+    get_generalized_force). `arrays`: the robot's energies_table; `flags`: bit 0 PD mode (else
+    the zero gains, as ArticulatedSystem.gains gives them), bit 1 the motor regions enforced."""
+    bu, TM, T = _ints_of(arrays, 0), _matrix_of(arrays, 1), _matrix_of(arrays, 2)
+    back_emf, peak, gear = _floats_of(arrays, 3), _floats_of(arrays, 4), _floats_of(arrays, 5)
+    commands, c = _floats_of(arrays, 6), _ints_of(arrays, 7)
+    scratch_n, scratch = _floats_of(arrays, 8), _floats_of(arrays, 9)
+    if R.shape[0] == 0:  # (no rotation blocks: T = I)
+        bu = bu[0:0]
+    kp, kd = commands[c[0]:c[1]], commands[c[2]:c[3]]
+    if not flags & 1:
+        kp, kd = commands[c[14]:c[15]], commands[c[14]:c[15]]
     _mass_matrix(M_upper, bu, R, M_pin, TM, M)
     out[0] = 0.5 * _quadratic(M, u, scratch_n)
     gc = 0.0
@@ -105,8 +136,10 @@ def _energies_and_force(M_upper, bu, R, M_pin, TM, M, u, scratch_n, com, g, mass
     gc += g[1] * com[1]
     gc += g[2] * com[2]
     out[1] = -(mass * gc)
-    _generalized_force(T, u, stall, back_emf, peak, tau_a, gear, enforce, kp, kd, q_err, u_ref,
-                       tau_ff, lower, upper, scratch, out[2:])
+    _generalized_force(T, u, stall, back_emf, peak, commands[c[12]:c[13]], gear,
+                       (flags & 2) != 0, kp, kd, q_err, commands[c[4]:c[5]],
+                       commands[c[6]:c[7]], commands[c[8]:c[9]], commands[c[10]:c[11]],
+                       scratch, out[2:])
 
 
 def explicit_pass(dt: float, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out,
