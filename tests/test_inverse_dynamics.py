@@ -208,6 +208,65 @@ def test_logged_with_the_scenario_switch(tmp_path):
         assert g["inverse_dynamics/force_world"].dims[0][0] == f["time"]
 
 
+def test_a_view_of_a_view_or_the_packed_array_alone_keeps_its_step():
+    """The joint wrenches are views of one packed array: a view of one of them that a user
+    keeps has that array as its base (numpy's), and so does the packed array read alone; either
+    keeps its step's values while the steps reuse the wrenches nobody holds."""
+    w, r = quadruped()
+    _stir(r, np.random.default_rng(4))
+    for _ in range(5):
+        w.integrate()
+    rows = r.joint_wrenches.actuation[1:4]
+    assert rows.base is r.joint_wrenches.packed
+    rows_value = rows.copy()
+    w.integrate()
+    packed = r.joint_wrenches.packed
+    packed_value = packed.copy()
+    pool = r._idyn._pool
+    for _ in range(40):
+        w.integrate()
+        assert any(r.joint_wrenches is jw for jw in pool)
+    assert rows.tobytes() == rows_value.tobytes() and packed.tobytes() == packed_value.tobytes()
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_a_log_holds_each_steps_joint_wrenches_bit_for_bit(tmp_path, monkeypatch, packed):
+    """The log's inverse-dynamics datasets hold, bit for bit, the JointWrenches the system gave
+    after each step of the same scenario stepped here through the library: copied from their
+    packed array, or (`packed` False: wrenches made as three arrays, as the passes in Python
+    make them) from the three."""
+    import h5py
+    from conftest import SCENARIOS
+    from raisimcli.physics import inverse_dynamics
+    from raisimcli.scenario import load_scenario, run as run_scenario
+    from raisimcli.scenario.runner import build_world
+    if not packed:
+        after_step = inverse_dynamics.InverseDynamics.after_step
+
+        def apart(self, *args):
+            jw = after_step(self, *args)
+            return inverse_dynamics.JointWrenches(jw.force.copy(), jw.torque.copy(),
+                                                  jw.actuation.copy())
+        monkeypatch.setattr(inverse_dynamics.InverseDynamics, "after_step", apart)
+    out = tmp_path / "log.h5"
+    scn = load_scenario(f"{SCENARIOS}/quadruped_pd.toml", (), duration=0.05, log_path=str(out))
+    run_scenario(scn)
+    w, drivers = build_world(scn)
+    s = drivers[0].system
+    s.set_compute_inverse_dynamics(True)
+    expected = []
+    for k in range(scn.steps):
+        drivers[0].apply(k * scn.dt)
+        w.integrate()
+        jw = s.joint_wrenches
+        assert (jw.packed is not None) == packed
+        expected.append((jw.force.copy(), jw.torque.copy(), jw.actuation.copy()))
+    with h5py.File(out) as f:
+        g = f["robots/quadruped/inverse_dynamics"]
+        for name, k in (("force_world", 0), ("torque_world", 1), ("actuation", 2)):
+            assert g[name][()].tobytes() == np.stack([e[k] for e in expected]).tobytes(), name
+
+
 @pytest.mark.parametrize("urdf", ["quadruped.urdf", "arm7.urdf", "spherical_chain.urdf",
                                   "acme_description/urdf/acme_s400.urdf", "gripper.urdf"])
 def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, urdf):

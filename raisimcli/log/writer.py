@@ -99,7 +99,8 @@ class Channel:
     (ArticulatedSystem.step_record), which the writer copies from there when it can; `derived`:
     which of the entries of the system's log_energies_and_force the row is ("kinetic",
     "potential", "generalized_force"), which the writer reads in one call when it logs all
-    three."""
+    three; `wrench`: which part of the system's JointWrenches the row is (0 force, 1 torque, 2
+    actuation), which the writer copies from their packed array when it logs all three."""
 
     path: str
     shape: tuple
@@ -111,6 +112,7 @@ class Channel:
     record: str | None = None
     system: object = None
     derived: str | None = None
+    wrench: int | None = None
 
     @property
     def names(self) -> str | None:
@@ -301,15 +303,17 @@ class LogWriter:
             ch.append(Channel(f"{p}/inverse_dynamics/force_world", (nj, 3),
                               lambda: system.joint_wrenches.force, "N",
                               "world frame: the force of the parent on the child through the "
-                              "joint", dims=(joint.name, self.xyz.name)))
+                              "joint", dims=(joint.name, self.xyz.name), system=system,
+                              wrench=0))
             ch.append(Channel(f"{p}/inverse_dynamics/torque_world", (nj, 3),
                               lambda: system.joint_wrenches.torque, "N m",
                               "world frame, about the joint's position at the step's start",
-                              dims=(joint.name, self.xyz.name)))
+                              dims=(joint.name, self.xyz.name), system=system, wrench=1))
             ch.append(Channel(f"{p}/inverse_dynamics/actuation", (nj,),
                               lambda: system.joint_wrenches.actuation,
                               _units_of_joints(m, "N", "N m"),
-                              "along the joint axis (NaN: not a 1-DoF joint)", dims=(joint.name,)))
+                              "along the joint axis (NaN: not a 1-DoF joint)", dims=(joint.name,),
+                              system=system, wrench=2))
         if "constraints" in signals and system.constraints:
             con = self._scale(g, "constraint_names", [c.name for c in system.constraints],
                               "the loop and mimic constraints")
@@ -528,6 +532,22 @@ class LogWriter:
             if cols[0][1] == cols[1][0] and cols[1][1] == cols[2][0]:
                 self._derived.append((self.channels[trio[0]].system, cols[0][0], cols[2][1]))
                 self._plain = [i for i in self._plain if i not in trio]
+        # a robot's joint wrenches (force, torque, actuation), side by side: one copy of their
+        # packed array (JointWrenches.packed) into the row
+        self._wrenches = []
+        parts: dict[int, dict] = {}
+        for i in self._plain:
+            c = self.channels[i]
+            if c.wrench is not None:
+                parts.setdefault(id(c.system), {})[c.wrench] = i
+        for part in parts.values():
+            trio = [part.get(k) for k in (0, 1, 2)]
+            if None in trio:
+                continue
+            cols = [self._columns[i] for i in trio]
+            if cols[0][1] == cols[1][0] and cols[1][1] == cols[2][0]:
+                self._wrenches.append((self.channels[trio[0]].system, cols[0][0], cols[2][1]))
+                self._plain = [i for i in self._plain if i not in trio]
         self._width = width
         self._reads = [c.read for c in self.channels]
         self._buffers = self._rows_buffer()
@@ -617,10 +637,14 @@ class LogWriter:
                 continue
             array, layout = record
             self._row_array[fill, r.start:r.stop] = array[r.index(layout)]
-        if self._derived:
-            row = self._row_array[fill]
-            for system, a, b in self._derived:
-                system.log_energies_and_force(row[a:b])
+        row = self._row_array[fill]
+        for system, a, b in self._derived:
+            system.log_energies_and_force(row[a:b])
+        for system, a, b in self._wrenches:
+            jw = system.joint_wrenches
+            packed = jw.packed
+            row[a:b] = packed if packed is not None else \
+                np.concatenate((jw.force.ravel(), jw.torque.ravel(), jw.actuation))
         for i in self._plain:
             buffers[i][fill] = reads[i]()
         self._step_indices[fill] = step_index + 1

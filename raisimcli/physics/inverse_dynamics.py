@@ -14,7 +14,7 @@ external loads, plus the wrenches of the moving joints below them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from sys import getrefcount
 
 import numpy as np
@@ -233,11 +233,22 @@ class JointWrenches:
     """Per joint of the model (our joint order, fixed joints included): `force`, `torque`
     (n_joints, 3) in the world frame, the torque about the joint's position at the step's start;
     `actuation` (n_joints,): axis . torque (revolute, continuous) or axis . force (prismatic),
-    NaN for other joint types."""
+    NaN for other joint types. `packed`, when the three are views of one array end to end
+    (force, torque, actuation: 7 n_joints entries, as the step's compiled pass writes them),
+    is that array, else None; a log copies it in one operation. Read it, never write it."""
 
     force: np.ndarray
     torque: np.ndarray
     actuation: np.ndarray
+    packed: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def packed_of(cls, n: int) -> "JointWrenches":
+        """New wrenches of n joints as views of one array (`packed`), actuation NaN."""
+        block = np.empty(7 * n)
+        block[6 * n:] = np.nan
+        return cls(block[:3 * n].reshape(n, 3), block[3 * n:6 * n].reshape(n, 3),
+                   block[6 * n:], block)
 
 
 class InverseDynamics:
@@ -349,11 +360,14 @@ class InverseDynamics:
         what a user kept of it: sys.getrefcount counts the pool's reference alone), else a
         new one (kept while the pool has fewer than _POOL). _wrenches writes every row of
         force and torque and the 1-DoF joints' entries of actuation, whose others stay NaN."""
-        for jw in self._pool:  # (jw: the pool's reference, the loop's and the argument's)
+        for jw in self._pool:  # (jw: the pool's reference, the loop's and the argument's; the
+            # packed array's: jw's, the three views' and the argument's. A view of a view that
+            # a user kept has the packed array as its base, and counts there)
             if getrefcount(jw) == 3 and getrefcount(jw.force) == 2 and \
-                    getrefcount(jw.torque) == 2 and getrefcount(jw.actuation) == 2:
+                    getrefcount(jw.torque) == 2 and getrefcount(jw.actuation) == 2 and \
+                    getrefcount(jw.packed) == 5:
                 return jw
-        jw = JointWrenches(np.empty((self.n, 3)), np.empty((self.n, 3)), self._nan.copy())
+        jw = JointWrenches.packed_of(self.n)
         if len(self._pool) < _POOL:
             self._pool.append(jw)
         return jw
