@@ -518,39 +518,35 @@ class LogWriter:
             r.start, r.stop = self._columns[r.channels[0]][0], self._columns[r.channels[-1]][1]
         # a robot's kinetic and potential energies and generalized force, side by side: one
         # call (ArticulatedSystem.log_energies_and_force) writes them into the row
-        self._derived = []
-        derived: dict[int, dict] = {}
-        for i in self._plain:
-            c = self.channels[i]
-            if c.derived is not None:
-                derived.setdefault(id(c.system), {})[c.derived] = i
-        for kinds in derived.values():
-            trio = [kinds.get(k) for k in ("kinetic", "potential", "generalized_force")]
-            if None in trio:
-                continue
-            cols = [self._columns[i] for i in trio]
-            if cols[0][1] == cols[1][0] and cols[1][1] == cols[2][0]:
-                self._derived.append((self.channels[trio[0]].system, cols[0][0], cols[2][1]))
-                self._plain = [i for i in self._plain if i not in trio]
+        self._derived = self._side_by_side("derived", ("kinetic", "potential",
+                                                       "generalized_force"))
         # a robot's joint wrenches (force, torque, actuation), side by side: one copy of their
         # packed array (JointWrenches.packed) into the row
-        self._wrenches = []
-        parts: dict[int, dict] = {}
-        for i in self._plain:
-            c = self.channels[i]
-            if c.wrench is not None:
-                parts.setdefault(id(c.system), {})[c.wrench] = i
-        for part in parts.values():
-            trio = [part.get(k) for k in (0, 1, 2)]
-            if None in trio:
-                continue
-            cols = [self._columns[i] for i in trio]
-            if cols[0][1] == cols[1][0] and cols[1][1] == cols[2][0]:
-                self._wrenches.append((self.channels[trio[0]].system, cols[0][0], cols[2][1]))
-                self._plain = [i for i in self._plain if i not in trio]
+        self._wrenches = self._side_by_side("wrench", (0, 1, 2))
         self._width = width
         self._reads = [c.read for c in self.channels]
         self._buffers = self._rows_buffer()
+
+    def _side_by_side(self, field: str, parts: tuple) -> list[tuple]:
+        """[(system, start, stop)]: for each robot whose channels of _plain name, in the
+        attribute `field`, every one of `parts`, in that order in adjacent columns of the row,
+        those columns' range; these channels leave _plain (append writes them at once)."""
+        found: dict[int, dict] = {}
+        for i in self._plain:
+            c = self.channels[i]
+            part = getattr(c, field)
+            if part is not None:
+                found.setdefault(id(c.system), {})[part] = i
+        groups = []
+        for of_system in found.values():
+            group = [of_system.get(k) for k in parts]
+            if None in group:
+                continue
+            cols = [self._columns[i] for i in group]
+            if all(a[1] == b[0] for a, b in zip(cols, cols[1:])):
+                groups.append((self.channels[group[0]].system, cols[0][0], cols[-1][1]))
+                self._plain = [i for i in self._plain if i not in group]
+        return groups
 
     def _rows_buffer(self) -> list[np.ndarray]:
         """A chunk's rows of every channel (_plan_rows): views of one float64 array
