@@ -253,10 +253,24 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
     st = _lean_stage(s, dt, upper, h_pin, u_pin, R)
     if can_go_alone((s,), (st,), contacts):  # (not with an elimination)
         return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
+    if st.elimination is not None and not contacts and not st.joint_rows.m:
+        return _constrained_without_rows(s, st, dt)
     if st.elimination is not None or contacts:  # constraints, or its own bodies touching
         return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
     # no row: the solver's answer is u* (solve_impulses without rows)
     s.finish_step(dt, st, st.u_star.copy(), {}, [], 0, False)
+    return WarmStart([], np.zeros(0))
+
+
+def _constrained_without_rows(s, st: Stage, dt) -> WarmStart:
+    """Steps 7-12 of system s alone, whose loop or mimic constraints are its only rows (no
+    contact, no joint at a limit, no joint friction): what integrate2_systems gives then, without
+    its rows' bookkeeping. The solver has no row, so u_{t+1} is u_0 (solve_impulses' copy of
+    its u*), and the constraints' impulses are lambda_0 (no impulse to recover them from:
+    Elimination.response of no row)."""
+    st.constraint_recover = np.zeros((len(st.elimination.kept), 0))
+    st.solver_impulses = np.zeros(0)
+    s.finish_step(dt, st, st.u_free.copy(), {}, [], 0, False)
     return WarmStart([], np.zeros(0))
 
 
