@@ -407,6 +407,21 @@ def test_divergence_stops_with_status_and_message(tmp_path):
         assert f.attrs["rows"] < 10000
 
 
+def test_divergence_names_the_first_coordinate_or_velocity_beyond_the_limit():
+    """The divergence check names the first coordinate beyond the limit (or not finite), else
+    the first velocity, with its value; a robot within the limit passes."""
+    from types import SimpleNamespace
+    from raisimcli.scenario.runner import DIVERGENCE_LIMIT, _diverged
+    s = SimpleNamespace(name="r", q=np.zeros(3), u=np.zeros(2), coordinate_names=["a", "b", "c"],
+                        dof_names=["x", "y"])
+    drivers = [SimpleNamespace(system=s)]
+    assert _diverged(drivers, 0.5) is None
+    s.u[1] = -2 * DIVERGENCE_LIMIT
+    assert _diverged(drivers, 0.5) == f"robot 'r' diverged at t = 0.5 s: u[y] = {s.u[1]:.6g}"
+    s.q[2] = np.nan
+    assert _diverged(drivers, 0.5) == "robot 'r' diverged at t = 0.5 s: q[c] = nan"
+
+
 def test_overrides_and_duration(tmp_path):
     p = write(tmp_path, QUAD.format(steps=10))
     out = tmp_path / "o.h5"

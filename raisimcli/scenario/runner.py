@@ -101,12 +101,15 @@ class _RobotDriver:
     def apply(self, t: float) -> None:
         s, spec = self.system, self.spec
         if self._set_once:
-            for values, schedules in zip((s.q_ref, s.u_ref, s.tau_ff, s.tau_a), self._varying):
-                for i, f, key in schedules:
-                    values[i] = _finite(f, t, key)
-            self._loads(t)
+            for values, i, f, key in self._direct_writes:
+                values[i] = _finite(f, t, key)
+            if spec.loads:
+                self._loads(t)
             return
         self._set_once = self._direct
+        # (the system's command arrays are views that no setter rebinds: commands.py)
+        self._direct_writes = [(values, i, f, key) for values, schedules in zip(
+            (s.q_ref, s.u_ref, s.tau_ff, s.tau_a), self._varying) for i, f, key in schedules]
         for values, schedules in zip((self.q_ref, self.u_ref, self.tau_ff, self.tau_a),
                                      self._varying):
             for i, f, key in schedules:
@@ -167,11 +170,12 @@ def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
 def _diverged(drivers, t) -> str | None:
     for d in drivers:
         s = d.system
-        for label, v, names in (("q", s.q, s.coordinate_names), ("u", s.u, s.dof_names)):
-            i = first_beyond(v, DIVERGENCE_LIMIT)
-            if i >= 0:
-                return (f"robot {s.name!r} diverged at t = {t:.6g} s: {label}[{names[i]}] = "
-                        f"{float(v[i]):.6g}")
+        i, j = first_beyond(s.q, DIVERGENCE_LIMIT), first_beyond(s.u, DIVERGENCE_LIMIT)
+        if i >= 0 or j >= 0:
+            label, v, names, k = ("q", s.q, s.coordinate_names, i) if i >= 0 else \
+                ("u", s.u, s.dof_names, j)
+            return (f"robot {s.name!r} diverged at t = {t:.6g} s: {label}[{names[k]}] = "
+                    f"{float(v[k]):.6g}")
     return None
 
 
