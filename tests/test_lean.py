@@ -16,6 +16,22 @@ from raisimcli.physics import World
 from raisimcli.physics.contacts import ContactWorld
 from raisimcli.physics.step import lean
 
+# a floating palm (a box) with two prismatic fingers, the second a mimic of the first
+_INERTIA = '<inertia ixx="{0}" iyy="{0}" izz="{0}" ixy="0" ixz="0" iyz="0"/>'
+HAND = f"""<robot name="hand">
+  <link name="palm"><inertial><mass value="1.0"/>{_INERTIA.format(0.01)}</inertial>
+    <collision><geometry><box size="0.2 0.2 0.05"/></geometry></collision></link>
+  <joint name="f1" type="prismatic"><parent link="palm"/><child link="finger1"/>
+    <origin xyz="0.05 0 0.05"/><axis xyz="1 0 0"/>
+    <limit lower="-0.02" upper="0.02" effort="10" velocity="1"/></joint>
+  <link name="finger1"><inertial><mass value="0.1"/>{_INERTIA.format(0.001)}</inertial></link>
+  <joint name="f2" type="prismatic"><parent link="palm"/><child link="finger2"/>
+    <origin xyz="-0.05 0 0.05"/><axis xyz="1 0 0"/>
+    <limit lower="-0.02" upper="0.02" effort="10" velocity="1"/>
+    <mimic joint="f1" multiplier="-1" offset="0"/></joint>
+  <link name="finger2"><inertial><mass value="0.1"/>{_INERTIA.format(0.001)}</inertial></link>
+</robot>"""
+
 LEGS = [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
 
 
@@ -97,6 +113,29 @@ def _setup(case, w):
         q = other.get_generalized_coordinate()
         q[0] = 2.0
         other.set_state(q, np.zeros(other.nv))
+    elif case == "gripper_rk4":  # a mimic, its fingers pushed against their limits, alone
+        r = w.add_articulated_system(robot("gripper.urdf"))  # (step/alone.py's call with the
+        r.set_control_mode("FORCE_AND_TORQUE")  # elimination, then RUNGE_KUTTA_4's stages)
+        r.set_generalized_force(np.array([3.0, 0.0]))
+        r.set_integration_scheme("RUNGE_KUTTA_4")
+    elif case == "fourbar_friction":  # a loop beside the joints' friction rows; the loop's
+        # forces as inverse dynamics' point loads
+        with open(robot("fourbar.urdf")) as f:
+            text = f.read().replace('<dynamics damping="0"/>',
+                                    '<dynamics damping="0" friction="0.3"/>')
+        r = w.add_articulated_system(load_urdf_string(text, path=robot("fourbar.urdf")))
+        r.set_compute_inverse_dynamics(True)
+    elif case == "hand_on_ground":  # a floating palm on the ground, its fingers a mimic pair
+        # pushed against a limit: the elimination beside contact and limit rows
+        r = w.add_articulated_system(load_urdf_string(HAND, path=robot("hand.urdf")))
+        w.add_ground()
+        q = r.get_generalized_coordinate()
+        q[2] = 0.03
+        r.set_state(q, np.zeros(r.nv))
+        r.set_control_mode("FORCE_AND_TORQUE")
+        tau = np.zeros(r.nv)
+        tau[6] = 2.0
+        r.set_generalized_force(tau)
     elif case == "fivebar_under_pd":  # two loops, a joint under PD
         r = w.add_articulated_system(robot("fivebar_leg.urdf"))
         q_ref = r.get_generalized_coordinate()
@@ -188,6 +227,7 @@ def _same_system(ra, rb):
                                   "drop_euler", "actuators_and_limits", "arm",
                                   "arm_torque_mode", "spring", "box_tilted", "three_apart",
                                   "one_onto_another", "fourbar", "gripper_on_quadruped",
+                                  "gripper_rk4", "fourbar_friction", "hand_on_ground",
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
                                   "self_collision", "arm_pushed", "drop_pushed", "drop_rk4",
                                   "arm_rk4", "spring_rk4", "quadruped_onto_gripper",
@@ -203,6 +243,14 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
                         lambda systems, *a, **k: general.append(
                             ("stages" in k, bool(systems[0].constraints))) or
                         real_systems(systems, *a, **k))
+    eliminated = []  # step/alone.py's call of a robot with constraints
+    real_alone = lean.integrate2_alone
+
+    def alone(s, st, *args):
+        if st.elimination is not None:
+            eliminated.append(1)
+        return real_alone(s, st, *args)
+    monkeypatch.setattr(lean, "integrate2_alone", alone)
     without_rows = []  # the steps of a robot whose constraints are its only rows
     real_without = lean._constrained_without_rows
     monkeypatch.setattr(lean, "_constrained_without_rows",
@@ -240,17 +288,22 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
     if case == "one_onto_another":  # the robots touched: the general path solved them together
         assert robots_touched and not any(apart)  # (always near: the general detection)
     staged = [constrained for from_stage, constrained in general if from_stage]
-    if case in ("fourbar", "gripper_on_quadruped", "fivebar_under_pd"):  # each step: the
-        # general path's problem, or the constraints alone (the two linkages have no other row;
-        # the gripper's fingers touch the quadruped)
-        assert all(staged) and len(staged) + len(without_rows) == 400
-        assert len(without_rows) == 400 if case != "gripper_on_quadruped" else staged
+    if case in ("fourbar", "fivebar_under_pd"):  # no row besides the loops': no problem
+        assert len(without_rows) == 400 and not staged and not eliminated
+    elif case in ("gripper_on_quadruped", "gripper_rk4", "fourbar_friction",
+                  "hand_on_ground"):  # the joints' rows too (the fingers' limits, the
+        # friction), and the contacts: step/alone.py's call with the elimination, every step
+        assert len(eliminated) == 400 and not staged and not without_rows
+    if case == "hand_on_ground":
+        assert len(wa.contacts) >= 3 and wa.systems[0].constraint_impulses[0, 0] != 0.0
     elif case == "self_collision":  # once the fingers touch: the general path's problem
         assert len(wa.contacts) and 100 < len(staged) < 400 and not any(staged)
     elif case == "one_onto_another":  # the island of the two, from their lean stages
         assert staged and not any(staged)
-    elif case == "quadruped_onto_gripper":  # the gripper alone, then with the quadruped
-        assert robots_touched and len(staged) == 400 and all(staged)
+    elif case == "quadruped_onto_gripper":  # the gripper alone (step/alone.py's call with
+        # the elimination), then with the quadruped (the general path's problem of the two)
+        assert robots_touched and staged and all(staged) and eliminated
+        assert len(staged) + len(eliminated) == 400
     else:
         assert not staged
     if case == "box_on_incline":

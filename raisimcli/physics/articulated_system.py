@@ -1197,9 +1197,15 @@ class ArticulatedSystem:
     def _constraint_report(self, s: Stage, dt: float, impulse_by_source: dict) -> list:
         """Per-constraint impulses and errors of this step; their generalized impulse joins the
         table; returns their forces as point loads (inverse dynamics; none when it is off)."""
+        lam, impulse_by_source["constraints"] = s.elimination.impulses(s.constraint_recover,
+                                                                       s.solver_impulses)
+        return self.constraint_report(s, dt, lam)
+
+    def constraint_report(self, s: Stage, dt: float, lam: np.ndarray) -> list:
+        """The constraints' impulses lam (one per row of the step's elimination, Elimination.
+        impulses) and errors become constraint_impulses and constraint_errors; returns their
+        forces as point loads (inverse dynamics; none when it is off)."""
         elim = s.elimination
-        lam, impulse_by_source["constraints"] = elim.impulses(s.constraint_recover,
-                                                              s.solver_impulses)
         if self.mimics_only() is not None:  # a row each, in order: (lambda, 0, 0), (e, 0, 0)
             self.constraint_impulses = np.zeros((lam.shape[0], 3))
             self.constraint_errors = np.zeros((lam.shape[0], 3))

@@ -11,8 +11,11 @@ integration of spec step 6 (Conventions.integrate) and the torque table of step 
 step by step); it saves the Rows records, the lists, the dicts and most of the arrays that the
 general path makes between those loops, and about a dozen calls from Python. Under
 RUNGE_KUTTA_4 the impulses come from the same call and ArticulatedSystem.finish_step runs the
-four stages. A robot with loop or mimic constraints, or in contact with another robot, takes the
-general path.
+four stages. A robot with loop or mimic constraints takes the same call with their elimination
+(constraints.Elimination, made with its stage): the solve then takes the constrained response
+M_c^-1 J^T with u* the elimination's u_0, and the constraints' impulses are recovered after it,
+with the general path's compiled loops (constraints' _response and _recovered) in its order. A
+robot in contact with another robot, or with its own bodies, takes the general path.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from raisimcli.jit import carve, kernel
 from raisimcli.linalg import _cho_solve_rows
+from raisimcli.physics.constraints import _recovered, _response
 from raisimcli.physics.conventions import _integrate
 from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows, _targets, \
     contact_keys
@@ -68,7 +72,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
                   impulse, impulse_contact, velocity_contact, target_c,
                   L, q, u, u_star, lam, max_iterations, tolerance, dt, u_bar_rule,
                   tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
-                  F, I, u_next, q_next, table):  # noqa: E741
+                  F, I, u_next, q_next, table, EF, EI):  # noqa: E741
     """Spec steps 4-6 and 5's table of a robot alone: the rows b... of its joints then the
     contacts' (`bodies`, `points`, `frames`, `distance`, `params` of the ContactSet; their
     results into `impulse`... `target_c`), M~^-1 J^T from M~'s lower factor L, the solve from
@@ -80,7 +84,12 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     applied ones, the nonzero sources in order, zeros, the total). The joint rows, the groups
     by source and the integration's indices come packed (_packed_rows: RF their floats, RI
     their integers, made once per row structure). The scratch, the rows and g, nonzero are
-    carved from F and I (_workspace). Returns the sweeps."""
+    carved from F and I (_workspace). With loop or mimic constraints, EF and EI hold their
+    elimination (_packed_elimination; else both are empty): the solve then takes the
+    constrained response (constraints' _response, with u* the elimination's u_0), the
+    constraints' impulses are recovered after it (_recovered, into EF) and their generalized
+    impulse is the table's "constraints" row after the sources', as
+    ArticulatedSystem.finish_step makes them. Returns the sweeps."""
     nc, nv = distance.shape[0], u.shape[0]
     m0, nb, ns = RI[0], RI[1], RI[2]
     m = m0 + 3 * nc
@@ -142,6 +151,33 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
         _targets(J, m0, u, distance, params, dt, vn, target)
     # the response M~^-1 J^T, the impulses, u_{t+1} and what they say about each contact
     _cho_solve_rows(L, J, 0, response, 0)
+    constrained = EI.shape[0] > 0
+    if constrained:  # (_packed_elimination's layout)
+        k_c, r = EI[0], EI[1]
+        kept = EI[2:2 + r]
+        a = 0
+        EJ = carve(EF, a, (r, nv))
+        a += r * nv
+        L_D = carve(EF, a, (r, r))
+        a += r * r
+        MinvJT = carve(EF, a, (nv, r))
+        a += nv * r
+        lambda0 = EF[a:a + k_c]
+        a += k_c
+        J_all = carve(EF, a, (k_c, nv))
+        a += k_c * nv
+        JY, JYT = carve(EF, a, (r, m)), carve(EF, a + r * m, (m, r))
+        a += 2 * r * m
+        DinvJY, prod = carve(EF, a, (r, m)), carve(EF, a + r * m, (nv, m))
+        a += r * m + nv * m
+        constrained_response = carve(EF, a, (nv, m))
+        a += nv * m
+        v_c, lam_c, generalized = EF[a:a + r], EF[a + r:a + r + k_c], \
+            EF[a + r + k_c:a + r + k_c + nv]
+        impulses_c = carve(EF, a + r + k_c + nv, (ns + 1, nv))
+        if r and m:  # (Elimination.response: M_c^-1 J^T, and D^-1 J Y)
+            _response(EJ, response, L_D, MinvJT, JY, JYT, DinvJY, prod, constrained_response)
+            response = constrained_response
     sweeps, _ = _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterations,
                        tolerance, G, v, scratch, u_next)
     if nc:
@@ -154,6 +190,16 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
             for i in range(nv):
                 impulses[k, i] = g[s, i]
             k += 1
+    if constrained:  # the constraints' impulses (Elimination.impulses), their row last
+        _recovered(lambda0, kept, DinvJY, lam, m if r else 0, J_all, v_c, lam_c, generalized)
+        for s in range(k):
+            for i in range(nv):
+                impulses_c[s, i] = impulses[s, i]
+        for i in range(nv):
+            impulses_c[k, i] = generalized[i]
+        _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
+                 k_s, spring_err, tau_ext, impulses_c[:k + 1], u_bar, du, q_next, table)
+        return sweeps
     _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act, k_s,
              spring_err, tau_ext, impulses[:k], u_bar, du, q_next, table)
     return sweeps
@@ -217,13 +263,47 @@ def _packed_rows(joint, bs, bk, bm, order, starts, integration) -> tuple:
 
 
 def can_go_alone(systems, stages, contacts) -> bool:
-    """Whether integrate2_alone applies: one system, without constraints, whose contacts (if
-    any) are all with the static world, and with at least one row."""
-    if len(systems) != 1 or stages[0].elimination is not None:
+    """Whether integrate2_alone applies: one system whose contacts (if any) are all with the
+    static world, with at least one row besides its constraints' (if any)."""
+    if len(systems) != 1:
         return False
     if contacts:
         return contacts.alone is systems[0]
     return stages[0].joint_rows.m > 0
+
+
+_NO_ELIMINATION = (np.zeros(0), np.zeros(0, dtype=np.int64))
+
+
+def _packed_elimination(elim, m: int, nv: int, ns: int) -> tuple:
+    """(EF, EI) of _impulse_step for a step's Elimination (raisimcli.physics.constraints) with m
+    rows and ns sources besides it: EI = [k, r, kept (r)], k constraint rows of which r are
+    kept; EF = its kept rows J (r, nv), D's factor (r, r), M~^-1 J^T of the kept rows (nv, r),
+    lambda_0 (k) and every row (k, nv), then the call's scratch and results: J Y, its
+    transpose, D^-1 J Y, a product, the constrained response, a vector (r), the constraints'
+    impulses (k), their generalized impulse (nv) and the impulses by source with theirs
+    ((ns + 1, nv))."""
+    k, r = elim.J_all.shape[0], elim.kept.shape[0]
+    EI = np.empty(2 + r, dtype=np.int64)
+    EI[0], EI[1] = k, r
+    EI[2:] = elim.kept
+    EF = np.empty(r * nv + r * r + nv * r + k + k * nv + 3 * r * m + 2 * nv * m + r + k + nv +
+                  (ns + 1) * nv)
+    a = 0
+    for block in (elim.J, elim.D_chol.L, elim.MinvJT, elim.lambda0, elim.J_all):
+        EF[a:a + block.size].reshape(block.shape)[...] = block
+        a += block.size
+    return EF, EI
+
+
+def _recovered_of(EF, EI, m: int, nv: int) -> tuple:
+    """(the constraints' impulses (k,), D^-1 J Y (r, m)) from the EF and EI that
+    _impulse_step wrote (_packed_elimination's layout), as copies."""
+    k, r = int(EI[0]), int(EI[1])
+    a = r * nv + r * r + nv * r + k + k * nv + 2 * r * m
+    DinvJY = EF[a:a + r * m].reshape(r, m).copy() if r and m else np.zeros((r, m))
+    a += r * m + 2 * nv * m + r
+    return EF[a:a + k].copy(), DinvJY
 
 
 def integrate2_alone(s, st, dt: float, contacts, warm_start):
@@ -242,25 +322,33 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     # the joint Jacobians are computed only when contacts need them
     views = s.point_jacobian_views() if nc else s.jacobian_views_unread()
     scheme = s.effective_scheme()
+    elim = st.elimination
+    EF, EI = _NO_ELIMINATION if elim is None else \
+        _packed_elimination(elim, m, nv, len(sources))
     sweeps = _impulse_step(
         RF, RI, *views,
         contacts.bodies_a, contacts.points, contacts.frames, contacts.distance, contacts.params,
         contacts.impulse, contacts.impulse_contact, contacts.velocity_contact, contacts.target,
         st.factor.lower, s.q, s.u, st.u_free, lam, int(s.solver_max_iterations),
         float(s.solver_tolerance), float(dt), _U_BAR[scheme], st.tau_cmd, st.kp, st.kd, st.b,
-        st.tau_act, s.k_s, st.spring_err, st.tau_ext, F, I, u_next, q_next, table)
+        st.tau_act, s.k_s, st.spring_err, st.tau_ext, F, I, u_next, q_next, table, EF, EI)
     loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and nc else None
     point_loads = [loads] if loads is not None else []
     st.solver_impulses = lam
+    if elim is not None:
+        lam_constraints, st.constraint_recover = _recovered_of(EF, EI, m, nv)
     if scheme == "RUNGE_KUTTA_4":  # the four stages (finish_step) from the solved impulses
         by_source = {source: g[n].copy() for n, source in enumerate(sources) if nonzero[n]}
         s.finish_step(dt, st, u_next, by_source, point_loads, int(sweeps), bool(nc))
     else:
-        which = nonzero.tobytes()
+        which = nonzero.tobytes() + (b"" if elim is None else b"constraints")
         names = names_of.get(which)
         if names is None:
             names = names_of[which] = _row_names(
-                tuple(source for source, acts in zip(sources, nonzero.tolist()) if acts))
+                tuple(source for source, acts in zip(sources, nonzero.tolist()) if acts) +
+                (() if elim is None else ("constraints",)))
+        if elim is not None:  # (ArticulatedSystem.finish_step's report, then its loads)
+            point_loads = point_loads + s.constraint_report(st, dt, lam_constraints)
         torque = dict(zip(names, table))
         torque["total"] = table[-1]
         s.end_step(dt, st.q_err, q_next, u_next, torque, st.act_state, point_loads, int(sweeps),

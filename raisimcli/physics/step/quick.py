@@ -302,7 +302,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
                            distance, params, impulse, impulse_contact, velocity_contact,
                            target_c, L, q, u, u_star, lam, max_iterations, tolerance, dt,
                            u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
-                           FI, II, u_next, q_next, table)
+                           FI, II, u_next, q_next, table, FI[0:0], II[0:0])
     force = carve(OF, c0 + _C_FORCE * nc, (nc, 3))
     for e in range(nc):  # (ContactSet.loads_on's vectors: numpy's impulse / dt, entry by entry)
         for i in range(3):
