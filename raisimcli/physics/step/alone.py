@@ -287,12 +287,9 @@ def _packed_elimination(elim, m: int, nv: int, ns: int) -> tuple:
     EI = np.empty(2 + r, dtype=np.int64)
     EI[0], EI[1] = k, r
     EI[2:] = elim.kept
-    EF = np.empty(r * nv + r * r + nv * r + k + k * nv + 3 * r * m + 2 * nv * m + r + k + nv +
-                  (ns + 1) * nv)
-    a = 0
-    for block in (elim.J, elim.D_chol.L, elim.MinvJT, elim.lambda0, elim.J_all):
-        EF[a:a + block.size].reshape(block.shape)[...] = block
-        a += block.size
+    scratch = np.empty(3 * r * m + 2 * nv * m + r + k + nv + (ns + 1) * nv)
+    EF = np.concatenate((elim.J.ravel(), elim.D_chol.L.ravel(), elim.MinvJT.ravel(),
+                         elim.lambda0, elim.J_all.ravel(), scratch))  # (ravel: C order)
     return EF, EI
 
 
