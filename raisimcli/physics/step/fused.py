@@ -12,7 +12,6 @@ numpy's rule for one element: a NaN propagates, and of two equal values the firs
 from __future__ import annotations
 
 import numpy as np
-
 from numba import types
 
 from raisimcli.jit import ArrayTable, kernel, table_view

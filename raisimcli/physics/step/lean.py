@@ -251,7 +251,7 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
     """Steps 1-12 of system s, which touches no other robot (`contacts`: its own), from
     Pinocchio's M (`upper`) and h at the step's start: returns the WarmStart of its rows."""
     st = _lean_stage(s, dt, upper, h_pin, u_pin, R)
-    if can_go_alone((s,), (st,), contacts):  # (not with an elimination)
+    if can_go_alone((s,), (st,), contacts):  # (with an elimination too, beside other rows)
         return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
     if st.elimination is not None and not contacts and not st.joint_rows.m:
         return _constrained_without_rows(s, st, dt)
