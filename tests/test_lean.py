@@ -252,9 +252,13 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
         return real_alone(s, st, *args)
     monkeypatch.setattr(lean, "integrate2_alone", alone)
     without_rows = []  # the steps of a robot whose constraints are its only rows
-    real_without = lean._constrained_without_rows
-    monkeypatch.setattr(lean, "_constrained_without_rows",
-                        lambda *a: without_rows.append(1) or real_without(*a))
+    real_without = lean._without_rows
+
+    def without(s, st, dt):
+        if st.elimination is not None:
+            without_rows.append(1)
+        return real_without(s, st, dt)
+    monkeypatch.setattr(lean, "_without_rows", without)
     real_apart = ContactWorld.detect_apart
     monkeypatch.setattr(ContactWorld, "detect_apart",
                         lambda self: (lambda out: apart.append(out is not None) or out)(

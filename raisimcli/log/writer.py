@@ -633,14 +633,15 @@ class LogWriter:
                 continue
             array, layout = record
             self._row_array[fill, r.start:r.stop] = array[r.index(layout)]
-        row = self._row_array[fill]
-        for system, a, b in self._derived:
-            system.log_energies_and_force(row[a:b])
-        for system, a, b in self._wrenches:
-            jw = system.joint_wrenches
-            packed = jw.packed
-            row[a:b] = packed if packed is not None else \
-                np.concatenate((jw.force.ravel(), jw.torque.ravel(), jw.actuation))
+        if self._derived or self._wrenches:
+            row = self._row_array[fill]
+            for system, a, b in self._derived:
+                system.log_energies_and_force(row[a:b])
+            for system, a, b in self._wrenches:
+                jw = system.joint_wrenches
+                packed = jw.packed
+                row[a:b] = packed if packed is not None else \
+                    np.concatenate((jw.force.ravel(), jw.torque.ravel(), jw.actuation))
         for i in self._plain:
             buffers[i][fill] = reads[i]()
         self._step_indices[fill] = step_index + 1
@@ -812,7 +813,7 @@ class LogWriter:
         ds = self._contact_ds
         k0, k = plan.k0, plan.k
         if k:
-            self._contact_index.resize((k0 + k,))
+            self._contact_index.id.set_extent((k0 + k,))
             self._contact_index[k0:] = np.arange(k0, k0 + k)
         compressed = plan.compressed
         for name, entries in plan.entries:
@@ -823,7 +824,7 @@ class LogWriter:
                     compressed = compressed[len(entries[1]):]
                 continue
             d, at = ds[name], (r0 if name in ("count", "start") else k0)
-            d.resize((at + len(entries),) + d.shape[1:])
+            d.id.set_extent((at + len(entries),) + d.shape[1:])
             d[at:] = np.asarray(entries, dtype=d.dtype)
 
     def close(self, status: str, message: str = "") -> str:
@@ -928,7 +929,7 @@ class _ChunkAppender:
         size, chunks = plan
         if not chunks:
             return
-        self.ds.resize((size,) + self.ds.shape[1:])
+        self.ds.id.set_extent((size,) + self.tail.shape[1:])  # (HDF5's own call: _write's)
         zeros = (0,) * (self.ds.ndim - 1)
         for i, (at, part) in enumerate(chunks):
             self.ds.id.write_direct_chunk((at,) + zeros, self.deflate(part) if compressed is None

@@ -13,11 +13,12 @@ It applies unless World.integrate1 has run (`step` then returns None); World.int
 takes it too when nothing but commands changed since integrate1 (a controller between them),
 reusing the M and h a controller read at that state (ArticulatedSystem.pinocchio_dynamics). Each
 robot that touches no other robot is stepped on its own (_alone) from the stage made here (the
-loads set for the step included): by step/alone.py's call when its contacts are all with the
-static world (the ground, static boxes), RUNGE_KUTTA_4's four stages then run by
-ArticulatedSystem.finish_step from the impulses; by the general path's impulse problem
-(integrate2_systems) with loop or mimic constraints (their elimination made as
-ArticulatedSystem.prepare_step makes it) or with contacts between its own bodies
+loads set for the step included; with loop or mimic constraints, their elimination made as
+ArticulatedSystem.prepare_step makes it): by step/alone.py's call when it has rows besides the
+constraints' and its contacts are all with the static world (the ground, static boxes),
+RUNGE_KUTTA_4's four stages then run by ArticulatedSystem.finish_step from the impulses; by
+finish_step from the solver's start when it has no row but the constraints' (_without_rows); by
+the general path's impulse problem (integrate2_systems) with contacts between its own bodies
 (self-collision). Robots in contact with each other form an island whose impulse problem the
 general path solves (step/world_step.py) from their stages made here.
 
@@ -253,23 +254,20 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
     st = _lean_stage(s, dt, upper, h_pin, u_pin, R)
     if can_go_alone((s,), (st,), contacts):  # (with an elimination too, beside other rows)
         return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
-    if st.elimination is not None and not contacts and not st.joint_rows.m:
-        return _constrained_without_rows(s, st, dt)
-    if st.elimination is not None or contacts:  # constraints, or its own bodies touching
+    if contacts:  # its own bodies touching
         return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
-    # no row: the solver's answer is u* (solve_impulses without rows)
-    s.finish_step(dt, st, st.u_star.copy(), {}, [], 0, False)
-    return WarmStart([], np.zeros(0))
+    return _without_rows(s, st, dt)
 
 
-def _constrained_without_rows(s, st: Stage, dt) -> WarmStart:
-    """Steps 7-12 of system s alone, whose loop or mimic constraints are its only rows (no
-    contact, no joint at a limit, no joint friction): what integrate2_systems gives then, without
-    its rows' bookkeeping. The solver has no row, so u_{t+1} is u_0 (solve_impulses' copy of
-    its u*), and the constraints' impulses are lambda_0 (no impulse to recover them from:
-    Elimination.response of no row)."""
-    st.constraint_recover = np.zeros((len(st.elimination.kept), 0))
-    st.solver_impulses = np.zeros(0)
+def _without_rows(s, st: Stage, dt) -> WarmStart:
+    """Steps 7-12 of system s alone without any row but its constraints' (no contact, no joint
+    at a limit, no joint friction): what integrate2_systems gives then, without its rows'
+    bookkeeping. The solver has no row, so u_{t+1} is its start u_free (solve_impulses' copy:
+    u*, or u_0 with constraints), and the constraints' impulses are lambda_0 (no impulse to
+    recover them from: Elimination.response of no row)."""
+    if st.elimination is not None:
+        st.constraint_recover = np.zeros((len(st.elimination.kept), 0))
+        st.solver_impulses = np.zeros(0)
     s.finish_step(dt, st, st.u_free.copy(), {}, [], 0, False)
     return WarmStart([], np.zeros(0))
 
