@@ -182,6 +182,74 @@ def test_bias_against_mujoco_free_flight_integration():
     assert np.abs(T @ sys._cache["M_pin"] @ c).max() > 1.0
 
 
+@pytest.mark.parametrize("name", ["quadruped.urdf", "box.urdf", "spherical_chain.urdf"])
+def test_nonlinearities_by_inverse_dynamics_equal_the_sum_of_the_step(name):
+    """get_nonlinearities of a robot with a floating or spherical joint is one pass of
+    Pinocchio's inverse dynamics, T rnea(q_pin, u_pin, c); the step forms T (h_pin + M_pin c)
+    from nonLinearEffects and crba. Here the second is built in numpy from the dense T and
+    Pinocchio's own calls: the two agree to rounding, at the world's gravity and at another,
+    and the step's own h (the general path's) is that sum."""
+    import pinocchio as pin
+    _, sys = make(robot(name))
+    pm, data = sys.pinocchio.model, sys.pinocchio.model.createData()
+    rng = np.random.default_rng(23)
+    for gravity in [(0.0, 0.0, -9.81), (1.5, -2.0, -3.0), (0.0, 0.0, 0.0)]:
+        for _ in range(4):
+            q, u = random_state(sys.model, rng, speed=3.0)
+            sys.set_state(q, u)
+            T = sys.conv.velocity_transform(sys.q)
+            q_pin, u_pin = sys.q[sys.pinocchio.q_to_pin], T.T @ u
+            upper = pin.crba(pm, data, q_pin)
+            M_pin = np.triu(upper) + np.triu(upper, 1).T
+            pm.gravity = pin.Motion(np.array(gravity), np.zeros(3))
+            h_pin = pin.nonLinearEffects(pm, data, q_pin, u_pin)
+            c = np.zeros(sys.nv)  # -omega_local x v_local on the floating joint's linear part
+            for us, _ in sys.conv.floating:
+                c[us:us + 3] = -np.cross(u_pin[us + 3:us + 6], u_pin[us:us + 3])
+            ref = T @ (h_pin + M_pin @ c)
+            h = sys.get_nonlinearities(gravity=gravity)
+            # (the size of the terms summed: gravity's, and |M| |u|^2 of the velocity terms)
+            scale = np.abs(M_pin).max() * (np.linalg.norm(gravity) + np.abs(u_pin).max() ** 2)
+            assert_close(h, ref, rtol=1e-13, atol=1e-14 * scale, what=f"h at g={gravity}")
+            if gravity == (0.0, 0.0, -9.81):  # (the world's: the step's h)
+                assert_close(sys._step_nonlinearities(), ref, rtol=1e-13, atol=1e-14 * scale)
+            if name != "spherical_chain.urdf":  # c != 0 on a moving floating base
+                assert np.abs(T @ M_pin @ c).max() > 1e-3
+
+
+@pytest.mark.parametrize("scheme", ["SEMI_IMPLICIT", "RUNGE_KUTTA_4"])
+def test_the_getters_leave_the_steps_as_they_are(scheme):
+    """M and h read at every state (at the world's gravity and at another) change nothing of
+    the steps that follow, on the compiled path (the quadruped under PD on the ground) and on
+    the general one (RUNGE_KUTTA_4): the getters' arrays, made once, are not the step's."""
+    runs = []
+    for read in (False, True):
+        w = World(0.001)
+        w.add_ground()
+        r = w.add_articulated_system(load_urdf(robot("quadruped.urdf")))
+        q = r.get_generalized_coordinate()  # (quadruped_stand.toml's pose, 2 cm higher)
+        q[2] = 0.4685
+        for joint, angle in [("LF_HFE", 0.6), ("RF_HFE", 0.6), ("LH_HFE", -0.6),
+                             ("RH_HFE", -0.6), ("LF_KFE", -1.2), ("RF_KFE", -1.2),
+                             ("LH_KFE", 1.2), ("RH_KFE", 1.2)]:
+            q[r.model.joint(joint).q_slice] = angle
+        r.set_state(q, np.zeros(r.nv))
+        r.set_pd_gains(np.full(r.nv, 300.0), np.full(r.nv, 10.0))
+        r.set_pd_target(q, np.zeros(r.nv))
+        r.set_integration_scheme(scheme)
+        states = []
+        for k in range(300):
+            if read:
+                r.get_nonlinearities(gravity=(0.0, 0.0, -1.0))
+                r.get_mass_matrix()
+                r.get_nonlinearities()
+            w.integrate()
+            states.append(np.concatenate([r.q, r.u]).tobytes())
+        runs.append(states)
+        assert len(w.get_contacts()) >= 1  # (landed)
+    assert runs[0] == runs[1]
+
+
 def test_rigid_motion_of_floating_base():
     _, sys = make(robot("quadruped.urdf"))
     rng = np.random.default_rng(8)

@@ -22,7 +22,8 @@ from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, n
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.commands import command, command_layout, command_views
 from raisimcli.physics.constraints import eliminate, mimic_plan
-from raisimcli.physics.conventions import Conventions, _rotate_columns
+from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_inputs,
+                                           _getter_mass, _getter_rotated, _rotate_columns)
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.contact_rows import _point_jacobian
@@ -135,6 +136,9 @@ class ArticulatedSystem:
         self._q_is_pin = self.conv.identity and \
             np.array_equal(self.pinocchio.q_to_pin, np.arange(model.nq))
         self._q_of = {j.name: j.q_slice for j in model.moving_joints}
+        # the getters' arrays (get_mass_matrix's; get_nonlinearities' when T is not I, else None)
+        self._getters = GetterScratch(self.conv, self.pinocchio.q_to_pin)
+        self._h_getters = None if self.conv.identity else self._getters
 
         # the state
         q0 = model.nominal_config if model.nominal_config is not None else \
@@ -526,11 +530,12 @@ class ArticulatedSystem:
     # ============================================================================================
     def pinocchio_dynamics(self) -> tuple:
         """Spec step 1's kinematics at the current state, for a step: (the upper triangle of
-        Pinocchio's M, Pinocchio's h at the system's gravity, u_pin, R). M and h are those that
-        get_mass_matrix and get_nonlinearities have computed at this state (a log's kinetic
-        energy, a controller's reads), else crba's and nonLinearEffects' run here: read them,
-        never write them. Either way a pass of Pinocchio has run at this state, whose joint
-        placements body_placements() composes (_joint_jacobians)."""
+        Pinocchio's M, Pinocchio's h at the system's gravity, u_pin, R). M is the M_pin that
+        get_mass_matrix has computed at this state (a log's kinetic energy, a controller's
+        reads), h the h_pin of _step_nonlinearities or of get_nonlinearities when T = I, else
+        crba's and nonLinearEffects' run here: read them, never write them. Either way a pass
+        of Pinocchio has run at this state, whose joint placements body_placements() composes
+        (_joint_jacobians)."""
         cache = self._cache
         q_pin, u_pin, R = cache.get("pin") or self.pinocchio_inputs()
         upper = cache.get("M_pin")
@@ -547,33 +552,72 @@ class ArticulatedSystem:
 
     def get_mass_matrix(self) -> np.ndarray:
         """M (nv, nv), rotor inertia included on its diagonal."""
-        if "M" not in self._cache:
-            q_pin, _, R = self.pinocchio_inputs()
+        cache = self._cache
+        M = cache.get("M")
+        if M is None:
+            gs = self._getters
+            entry = cache.get("pin")
+            if entry is not None:
+                q_pin = entry[0]
+            elif self._q_is_pin:
+                q_pin = self.q
+            else:
+                _getter_inputs(self.q, self.u, gs.I, gs.F)
+                q_pin = gs.q_pin
             upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
-            M_pin, M = self.conv.mass_matrix(self._no_blocks if R is None else R, upper)
-            self._cache["M_pin"], self._cache["M"] = M_pin, M
-            self._cache["pass"] = True  # (its joint placements: _joint_jacobians)
-        return self._cache["M"]
+            M = np.empty((self.nv, self.nv))
+            _getter_mass(self.q, upper, gs.I, gs.F, M)
+            cache["M_pin"], cache["M"] = gs.M_pin, M
+            cache["pass"] = True  # (its joint placements: _joint_jacobians)
+        return M
 
     def get_nonlinearities(self, gravity=None) -> np.ndarray:
         """h (nv,): gravity, Coriolis and centrifugal terms, tau = M du/dt + h. `gravity`
-        defaults to the world's (or (0, 0, -9.81) for a system outside a world)."""
+        defaults to the world's (or (0, 0, -9.81) for a system outside a world).
+
+        Without a floating or spherical joint, h is Pinocchio's nonLinearEffects. With one, h =
+        T (h_pin + M_pin c) (raisimcli.physics.conventions), computed here as T rnea(q_pin,
+        u_pin, c): Pinocchio's inverse dynamics at the acceleration c, one pass without M. The
+        step forms the same sum from nonLinearEffects and crba's M_pin (_step_nonlinearities);
+        the two agree to rounding."""
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
-        key = ("h", g.tobytes())  # (cheaper than a tuple of its three numpy scalars)
-        if key not in self._cache:
-            q_pin, u_pin, R = self.pinocchio_inputs()
+        b = g.tobytes()
+        key = ("h", b)  # (cheaper than a tuple of its three numpy scalars)
+        cache = self._cache
+        h = cache.get(key)
+        if h is not None:
+            return h
+        if b != self._pin_gravity:  # (sync_gravity)
             self.sync_gravity(g)
-            h_pin = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)
-            self._cache["pass"] = True  # (its joint placements: _joint_jacobians)
-            if key[1] == self._gravity.tobytes():  # (the step's, reused by its Pinocchio pass)
-                self._cache["h_pin"] = (key[1], h_pin.copy())
-            if R is None:
-                h = h_pin.copy()
-            else:
-                self.get_mass_matrix()
-                h = self.conv.nonlinearities(R, h_pin, self._cache["M_pin"], u_pin)
-            self._cache[key] = h
-        return self._cache[key]
+        gs = self._h_getters
+        if gs is None:  # (T = I)
+            q_pin, u_pin, _ = self.pinocchio_inputs()
+            h = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)  # (a new array)
+            if b == self._gravity.tobytes():  # (the step's, reused by its Pinocchio pass)
+                cache["h_pin"] = (b, h.copy())
+        else:
+            _getter_inputs(self.q, self.u, gs.I, gs.F)
+            h = np.empty(self.nv)
+            _getter_rotated(pin.rnea(self._pm, self._data, gs.q_pin, gs.u_pin, gs.c), gs.I,
+                            gs.F, h)
+        cache["pass"] = True  # (its joint placements: _joint_jacobians)
+        cache[key] = h
+        return h
+
+    def _step_nonlinearities(self) -> np.ndarray:
+        """h at the world's gravity as the steps form it, T (h_pin + M_pin c) from Pinocchio's
+        nonLinearEffects h_pin and crba's M_pin (the quick and lean steps' formula, in
+        step/lean.py's _stage): the general path's (_explicit_stage)."""
+        if self.conv.identity:
+            return self.get_nonlinearities()
+        cache = self._cache
+        h = cache.get("h_step")
+        if h is None:
+            self.get_mass_matrix()
+            _, h_pin, u_pin, R = self.pinocchio_dynamics()
+            cache["h_pin"] = (self._gravity.tobytes(), h_pin)
+            h = cache["h_step"] = self.conv.nonlinearities(R, h_pin, cache["M_pin"], u_pin)
+        return h
 
     def sync_gravity(self, g: np.ndarray) -> None:
         """Give the Pinocchio model the gravity g (only when it changed)."""
@@ -817,7 +861,7 @@ class ArticulatedSystem:
         The caller has set the kinematics to (q, u)."""
         kp, kd = self.gains()
         M = self.get_mass_matrix()
-        h = self.get_nonlinearities()
+        h = self._step_nonlinearities()
         # a floating base has no PD gains and no springs: its error is not needed
         q_err = self.conv.difference(q, self.q_ref, floating=False) if self.control_mode == \
             PD_PLUS_FEEDFORWARD_TORQUE else np.zeros(self.nv)

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from raisimcli.jit import kernel
+from raisimcli.jit import carve, kernel
 from raisimcli.model.types import RobotModel
 from raisimcli.linalg import cross, matmul, norm
 
@@ -156,6 +156,65 @@ def _step_pin_acceleration(u_next, u, dt, identity, bu, R, u_pin, floating_u, a,
     _bias(u_pin, floating_u, out)
     for i in range(n):
         out[i] = rotated[i, 0] + out[i]
+
+
+# --- the getters' M and h (ArticulatedSystem.get_mass_matrix, get_nonlinearities) ------------
+# Their arrays lie in two arrays made once (GetterScratch): I = [len(q_to_pin), the blocks k,
+# nv, the floating joints f, q_to_pin, block_q, block_u, floating_u], F = [q_pin, R (k, 3, 3),
+# u_pin, c, M_pin (nv, nv), T M_pin (nv, nv)]: each call takes four or five arguments, where
+# numba charges about 40 ns for each.
+@kernel
+def _getter_inputs(q, u, I, F):
+    """Pinocchio's inputs at (q, u) into F: q_pin = q[q_to_pin], the rotation blocks R of T,
+    u_pin = T^T u and its bias correction c (the operations of _pin_inputs and _bias)."""
+    nq, k, n, f = I[0], I[1], I[2], I[3]
+    q_to_pin, bq = I[4:4 + nq], I[4 + nq:4 + nq + k]
+    bu, floating_u = I[4 + nq + k:4 + nq + 2 * k], I[4 + nq + 2 * k:4 + nq + 2 * k + f]
+    q_pin, R = F[0:nq], carve(F, nq, (k, 3, 3))
+    a = nq + 9 * k
+    for i in range(nq):
+        q_pin[i] = q[q_to_pin[i]]
+    _rotations(q, bq, R)
+    _rotate_rows(carve(u, 0, (n, 1)), bu, R, True, carve(F, a, (n, 1)))
+    _bias(F[a:a + n], floating_u, F[a + n:a + 2 * n])
+
+
+@kernel
+def _getter_mass(q, M_upper, I, F, out):
+    """out = T M_pin T^T at the coordinates q, M_pin (into F) the symmetric matrix of
+    Pinocchio's upper triangle M_upper (_mass_matrix, with the rotation blocks of q)."""
+    nq, k, n = I[0], I[1], I[2]
+    bq, bu = I[4 + nq:4 + nq + k], I[4 + nq + k:4 + nq + 2 * k]
+    R = carve(F, nq, (k, 3, 3))
+    _rotations(q, bq, R)
+    a = nq + 9 * k + 2 * n
+    _mass_matrix(M_upper, bu, R, carve(F, a, (n, n)), carve(F, a + n * n, (n, n)), out)
+
+
+@kernel
+def _getter_rotated(tau, I, F, out):
+    """out = T tau, with the rotation blocks _getter_inputs wrote into F."""
+    nq, k, n = I[0], I[1], I[2]
+    bu = I[4 + nq + k:4 + nq + 2 * k]
+    _rotate_rows(carve(tau, 0, (n, 1)), bu, carve(F, nq, (k, 3, 3)), False,
+                 carve(out, 0, (n, 1)))
+
+
+class GetterScratch:
+    """The arrays of the getters' compiled calls (_getter_inputs, _getter_mass,
+    _getter_rotated) for one robot, made once, and views of them: q_pin, u_pin, c and M_pin
+    hold what the last call wrote, for its state only (the getters keep M_pin in the system's
+    cache of that state, which a new state clears)."""
+
+    def __init__(self, conv: "Conventions", q_to_pin: np.ndarray):
+        nq, k, n = q_to_pin.size, conv.block_u.size, conv.nv
+        self.I = np.concatenate([np.array([nq, k, n, conv.floating_u.size], dtype=np.int64),
+                                 q_to_pin, conv.block_q, conv.block_u,
+                                 conv.floating_u]).astype(np.int64)
+        self.F = np.zeros(nq + 9 * k + 2 * n + 2 * n * n)
+        a = nq + 9 * k
+        self.q_pin, self.u_pin, self.c = self.F[0:nq], self.F[a:a + n], self.F[a + n:a + 2 * n]
+        self.M_pin = self.F[a + 2 * n:a + 2 * n + n * n].reshape(n, n)
 
 
 @kernel
