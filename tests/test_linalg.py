@@ -102,7 +102,8 @@ def test_the_block_transforms_give_the_bits_of_the_dense_products_with_T(rng, ro
     the dense products with T: the same nonzero terms in the same order, so the same bits."""
     from conftest import robot as path
     from raisimcli.model import load_urdf
-    from raisimcli.physics.conventions import Conventions
+    from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_inputs,
+                                               _getter_mass, _getter_rotated)
     model = load_urdf(path(robot))
     conv = Conventions(model)
     for _ in range(5):
@@ -129,6 +130,20 @@ def test_the_block_transforms_give_the_bits_of_the_dense_products_with_T(rng, ro
                               matmul(T.T, a) + conv.bias_correction(u_pin))
         if conv.identity:
             assert R.shape == (0, 3, 3) and np.array_equal(got, M_pin)
+        # the getters' calls (get_mass_matrix, get_nonlinearities) over their arrays made once
+        q_to_pin = rng.permutation(model.nq)  # (any order of the coordinates)
+        gs = GetterScratch(conv, q_to_pin)
+        _getter_inputs(q, u, gs.I, gs.F)
+        assert np.array_equal(gs.q_pin, q[q_to_pin])
+        assert np.array_equal(gs.u_pin, u_pin)
+        assert np.array_equal(gs.c, conv.bias_correction(u_pin))
+        M = np.empty((model.nv, model.nv))
+        _getter_mass(q, upper, gs.I, gs.F, M)
+        assert gs.M_pin.tobytes() == M_pin.tobytes()
+        assert np.array_equal(M, congruence(T, M_pin))
+        h = np.empty(model.nv)
+        _getter_rotated(h_pin, gs.I, gs.F, h)
+        assert np.array_equal(h, matmul(T, h_pin))
 
 
 def test_normalize_gives_the_bits_of_q_over_its_norm(rng):

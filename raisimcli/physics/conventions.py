@@ -161,7 +161,7 @@ def _step_pin_acceleration(u_next, u, dt, identity, bu, R, u_pin, floating_u, a,
 # --- the getters' M and h (ArticulatedSystem.get_mass_matrix, get_nonlinearities) ------------
 # Their arrays lie in two arrays made once (GetterScratch): I = [len(q_to_pin), the blocks k,
 # nv, the floating joints f, q_to_pin, block_q, block_u, floating_u], F = [q_pin, R (k, 3, 3),
-# u_pin, c, M_pin (nv, nv), T M_pin (nv, nv)]: each call takes four or five arguments, where
+# u_pin, c, M_pin (nv, nv)]: each call takes four or five arguments, where
 # numba charges about 40 ns for each.
 @kernel
 def _getter_inputs(q, u, I, F):
@@ -182,13 +182,30 @@ def _getter_inputs(q, u, I, F):
 @kernel
 def _getter_mass(q, M_upper, I, F, out):
     """out = T M_pin T^T at the coordinates q, M_pin (into F) the symmetric matrix of
-    Pinocchio's upper triangle M_upper (_mass_matrix, with the rotation blocks of q)."""
+    Pinocchio's upper triangle M_upper: _mass_matrix's operations (T M_pin by rows, then its
+    product with T^T by columns, each entry the same sum), in place in `out`."""
     nq, k, n = I[0], I[1], I[2]
     bq, bu = I[4 + nq:4 + nq + k], I[4 + nq + k:4 + nq + 2 * k]
     R = carve(F, nq, (k, 3, 3))
     _rotations(q, bq, R)
-    a = nq + 9 * k + 2 * n
-    _mass_matrix(M_upper, bu, R, carve(F, a, (n, n)), carve(F, a + n * n, (n, n)), out)
+    M_pin = carve(F, nq + 9 * k + 2 * n, (n, n))
+    for i in range(n):
+        for j in range(n):
+            v = M_upper[i, j] if i <= j else M_upper[j, i]
+            M_pin[i, j] = v
+            out[i, j] = v
+    for b_ in range(k):  # out = T M_pin (_rotate_rows)
+        b = bu[b_]
+        for r in range(3):
+            for j in range(n):
+                out[b + r, j] = R[b_, r, 0] * M_pin[b, j] + R[b_, r, 1] * M_pin[b + 1, j] + \
+                    R[b_, r, 2] * M_pin[b + 2, j]
+    for b_ in range(k):  # out = out T^T (_rotate_columns): blocks' columns are apart
+        b = bu[b_]
+        for i in range(n):
+            x, y, z = out[i, b], out[i, b + 1], out[i, b + 2]
+            for r in range(3):
+                out[i, b + r] = x * R[b_, r, 0] + y * R[b_, r, 1] + z * R[b_, r, 2]
 
 
 @kernel
@@ -211,7 +228,7 @@ class GetterScratch:
         self.I = np.concatenate([np.array([nq, k, n, conv.floating_u.size], dtype=np.int64),
                                  q_to_pin, conv.block_q, conv.block_u,
                                  conv.floating_u]).astype(np.int64)
-        self.F = np.zeros(nq + 9 * k + 2 * n + 2 * n * n)
+        self.F = np.zeros(nq + 9 * k + 2 * n + n * n)
         a = nq + 9 * k
         self.q_pin, self.u_pin, self.c = self.F[0:nq], self.F[a:a + n], self.F[a + n:a + 2 * n]
         self.M_pin = self.F[a + 2 * n:a + 2 * n + n * n].reshape(n, n)
