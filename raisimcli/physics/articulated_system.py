@@ -139,6 +139,12 @@ class ArticulatedSystem:
         # the getters' arrays (get_mass_matrix's; get_nonlinearities' when T is not I, else None)
         self._getters = GetterScratch(self.conv, self.pinocchio.q_to_pin)
         self._h_getters = None if self.conv.identity else self._getters
+        # crba and rnea hand out new arrays (eigenpy's copies of data.M and data.tau), which the
+        # getters turn into M and h in place; were they views of the data, they copy them first
+        neutral, zero = pin.neutral(self._pm), np.zeros(nv)
+        self._new_results = all(a.flags["OWNDATA"] and not np.shares_memory(a, d) for a, d in (
+            (pin.crba(self._pm, self._data, neutral), self._data.M),
+            (pin.rnea(self._pm, self._data, neutral, zero, zero), self._data.tau)))
 
         # the state
         q0 = model.nominal_config if model.nominal_config is not None else \
@@ -564,9 +570,10 @@ class ArticulatedSystem:
             else:
                 _getter_inputs(self.q, self.u, gs.I, gs.F)
                 q_pin = gs.q_pin
-            upper = pin.crba(self._pm, self._data, q_pin)  # the upper triangle
-            M = np.empty((self.nv, self.nv))
-            _getter_mass(self.q, upper, gs.I, gs.F, M)
+            M = pin.crba(self._pm, self._data, q_pin)  # (the upper triangle, made M here)
+            if not self._new_results:
+                M = M.copy()
+            _getter_mass(self.q, M, gs.I, gs.F)
             cache["M_pin"], cache["M"] = gs.M_pin, M
             cache["pass"] = True  # (its joint placements: _joint_jacobians)
         return M
@@ -597,9 +604,10 @@ class ArticulatedSystem:
                 cache["h_pin"] = (b, h.copy())
         else:
             _getter_inputs(self.q, self.u, gs.I, gs.F)
-            h = np.empty(self.nv)
-            _getter_rotated(pin.rnea(self._pm, self._data, gs.q_pin, gs.u_pin, gs.c), gs.I,
-                            gs.F, h)
+            h = pin.rnea(self._pm, self._data, gs.q_pin, gs.u_pin, gs.c)  # (made h here)
+            if not self._new_results:
+                h = h.copy()
+            _getter_rotated(h, gs.I, gs.F)
         cache["pass"] = True  # (its joint placements: _joint_jacobians)
         cache[key] = h
         return h

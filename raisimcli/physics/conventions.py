@@ -180,41 +180,48 @@ def _getter_inputs(q, u, I, F):
 
 
 @kernel
-def _getter_mass(q, M_upper, I, F, out):
-    """out = T M_pin T^T at the coordinates q, M_pin (into F) the symmetric matrix of
-    Pinocchio's upper triangle M_upper: _mass_matrix's operations (T M_pin by rows, then its
-    product with T^T by columns, each entry the same sum), in place in `out`."""
+def _getter_mass(q, M, I, F):
+    """M (in: Pinocchio's upper triangle, as crba returns it) becomes T M_pin T^T at the
+    coordinates q, M_pin (into F) the symmetric matrix of that triangle: _mass_matrix's
+    operations (T M_pin by rows, then its product with T^T by columns, each entry the same
+    sum), in place."""
     nq, k, n = I[0], I[1], I[2]
     bq, bu = I[4 + nq:4 + nq + k], I[4 + nq + k:4 + nq + 2 * k]
     R = carve(F, nq, (k, 3, 3))
     _rotations(q, bq, R)
     M_pin = carve(F, nq + 9 * k + 2 * n, (n, n))
     for i in range(n):
-        for j in range(n):
-            v = M_upper[i, j] if i <= j else M_upper[j, i]
+        for j in range(i, n):
+            v = M[i, j]
             M_pin[i, j] = v
-            out[i, j] = v
-    for b_ in range(k):  # out = T M_pin (_rotate_rows)
+            M_pin[j, i] = v
+            M[j, i] = v
+    for b_ in range(k):  # M = T M_pin (_rotate_rows)
         b = bu[b_]
         for r in range(3):
             for j in range(n):
-                out[b + r, j] = R[b_, r, 0] * M_pin[b, j] + R[b_, r, 1] * M_pin[b + 1, j] + \
+                M[b + r, j] = R[b_, r, 0] * M_pin[b, j] + R[b_, r, 1] * M_pin[b + 1, j] + \
                     R[b_, r, 2] * M_pin[b + 2, j]
-    for b_ in range(k):  # out = out T^T (_rotate_columns): blocks' columns are apart
+    for b_ in range(k):  # M = M T^T (_rotate_columns): blocks' columns are apart
         b = bu[b_]
         for i in range(n):
-            x, y, z = out[i, b], out[i, b + 1], out[i, b + 2]
+            x, y, z = M[i, b], M[i, b + 1], M[i, b + 2]
             for r in range(3):
-                out[i, b + r] = x * R[b_, r, 0] + y * R[b_, r, 1] + z * R[b_, r, 2]
+                M[i, b + r] = x * R[b_, r, 0] + y * R[b_, r, 1] + z * R[b_, r, 2]
 
 
 @kernel
-def _getter_rotated(tau, I, F, out):
-    """out = T tau, with the rotation blocks _getter_inputs wrote into F."""
-    nq, k, n = I[0], I[1], I[2]
+def _getter_rotated(h, I, F):
+    """h = T h in place, with the rotation blocks _getter_inputs wrote into F (_rotate_rows'
+    sums)."""
+    nq, k = I[0], I[1]
     bu = I[4 + nq + k:4 + nq + 2 * k]
-    _rotate_rows(carve(tau, 0, (n, 1)), bu, carve(F, nq, (k, 3, 3)), False,
-                 carve(out, 0, (n, 1)))
+    R = carve(F, nq, (k, 3, 3))
+    for b_ in range(k):
+        b = bu[b_]
+        x, y, z = h[b], h[b + 1], h[b + 2]
+        for r in range(3):
+            h[b + r] = R[b_, r, 0] * x + R[b_, r, 1] * y + R[b_, r, 2] * z
 
 
 class GetterScratch:
