@@ -133,16 +133,16 @@ def test_the_block_transforms_give_the_bits_of_the_dense_products_with_T(rng, ro
         # the getters' calls (get_mass_matrix, get_nonlinearities) over their arrays made once
         q_to_pin = rng.permutation(model.nq)  # (any order of the coordinates)
         gs = GetterScratch(conv, q_to_pin)
-        _getter_inputs(q, u, gs.I, gs.F)
+        _getter_inputs(q, u, gs.table)
         assert np.array_equal(gs.q_pin, q[q_to_pin])
         assert np.array_equal(gs.u_pin, u_pin)
         assert np.array_equal(gs.c, conv.bias_correction(u_pin))
         M = upper.copy()  # (in place)
-        _getter_mass(q, M, gs.I, gs.F)
+        _getter_mass(q, M, gs.table)
         assert gs.M_pin.tobytes() == M_pin.tobytes()
         assert np.array_equal(M, congruence(T, M_pin))
         h = h_pin.copy()
-        _getter_rotated(h, gs.I, gs.F)
+        _getter_rotated(h, gs.table)
         assert np.array_equal(h, matmul(T, h_pin))
 
 

@@ -145,6 +145,9 @@ class ArticulatedSystem:
         self._new_results = all(a.flags["OWNDATA"] and not np.shares_memory(a, d) for a, d in (
             (pin.crba(self._pm, self._data, neutral), self._data.M),
             (pin.rnea(self._pm, self._data, neutral, zero, zero), self._data.tau)))
+        gs = self._getters  # (the getters' Pinocchio calls at the inputs they write)
+        self._getter_crba = (self._pm, self._data, gs.q_pin)
+        self._getter_rnea = (self._pm, self._data, gs.q_pin, gs.u_pin, gs.c)
 
         # the state
         q0 = model.nominal_config if model.nominal_config is not None else \
@@ -564,16 +567,15 @@ class ArticulatedSystem:
             gs = self._getters
             entry = cache.get("pin")
             if entry is not None:
-                q_pin = entry[0]
+                M = pin.crba(self._pm, self._data, entry[0])  # (the upper triangle, made M)
             elif self._q_is_pin:
-                q_pin = self.q
+                M = pin.crba(self._pm, self._data, self.q)
             else:
-                _getter_inputs(self.q, self.u, gs.I, gs.F)
-                q_pin = gs.q_pin
-            M = pin.crba(self._pm, self._data, q_pin)  # (the upper triangle, made M here)
+                _getter_inputs(self.q, self.u, gs.table)
+                M = pin.crba(*self._getter_crba)
             if not self._new_results:
                 M = M.copy()
-            _getter_mass(self.q, M, gs.I, gs.F)
+            _getter_mass(self.q, M, gs.table)
             cache["M_pin"], cache["M"] = gs.M_pin, M
             cache["pass"] = True  # (its joint placements: _joint_jacobians)
         return M
@@ -588,10 +590,9 @@ class ArticulatedSystem:
         step forms the same sum from nonLinearEffects and crba's M_pin (_step_nonlinearities);
         the two agree to rounding."""
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
-        b = g.tobytes()
-        key = ("h", b)  # (cheaper than a tuple of its three numpy scalars)
+        b = g.tobytes()  # (h's key in the cache: cheaper than a tuple of its three numbers)
         cache = self._cache
-        h = cache.get(key)
+        h = cache.get(b)
         if h is not None:
             return h
         if b != self._pin_gravity:  # (sync_gravity)
@@ -603,13 +604,13 @@ class ArticulatedSystem:
             if b == self._gravity.tobytes():  # (the step's, reused by its Pinocchio pass)
                 cache["h_pin"] = (b, h.copy())
         else:
-            _getter_inputs(self.q, self.u, gs.I, gs.F)
-            h = pin.rnea(self._pm, self._data, gs.q_pin, gs.u_pin, gs.c)  # (made h here)
+            _getter_inputs(self.q, self.u, gs.table)
+            h = pin.rnea(*self._getter_rnea)  # (at q_pin, u_pin, c; made h here)
             if not self._new_results:
                 h = h.copy()
-            _getter_rotated(h, gs.I, gs.F)
+            _getter_rotated(h, gs.table)
         cache["pass"] = True  # (its joint placements: _joint_jacobians)
-        cache[key] = h
+        cache[b] = h
         return h
 
     def _step_nonlinearities(self) -> np.ndarray:
