@@ -217,6 +217,24 @@ def test_nonlinearities_by_inverse_dynamics_equal_the_sum_of_the_step(name):
                 assert np.abs(T @ M_pin @ c).max() > 1e-3
 
 
+@pytest.mark.parametrize("name", ["quadruped.urdf", "arm7.urdf", "spherical_chain.urdf"])
+def test_the_getters_without_pinocchio_s_new_arrays(name):
+    """The getters turn the new arrays that crba and rnea return into M and h in place; were
+    they views of Pinocchio's data (another binding), the system copies them first: the same
+    bits either way."""
+    _, a = make(robot(name))
+    _, b = make(robot(name))
+    assert a._new_results  # (this Pinocchio's bindings: copies)
+    b._new_results = False
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q, u = random_state(a.model, rng, speed=2.0)
+        for s in (a, b):
+            s.set_state(q, u)
+        assert a.get_mass_matrix().tobytes() == b.get_mass_matrix().tobytes()
+        assert a.get_nonlinearities().tobytes() == b.get_nonlinearities().tobytes()
+
+
 @pytest.mark.parametrize("scheme", ["SEMI_IMPLICIT", "RUNGE_KUTTA_4"])
 def test_the_getters_leave_the_steps_as_they_are(scheme):
     """M and h read at every state (at the world's gravity and at another) change nothing of
