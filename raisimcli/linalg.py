@@ -109,17 +109,24 @@ def _cho_solve(L, B, X):
 
 
 @kernel
-def _cho_solve_rows(L, B, col0, X, row0):
+def _cho_solve_rows(L, B, col0, X, row0, first):
     """X[row0 + i, c] = ((L L^T)^-1 B[c, col0 : col0 + n])[i] for every row c of B: the solution
     of B's column block transposed, read from B's rows (no transposed copy). Each column c goes
     through _cho_solve's operations in its order; the loop over the columns is the innermost
-    (the columns are independent), so that the columns' chains run side by side."""
+    (the columns are independent), so that the columns' chains run side by side.
+
+    `first` (0 for any B): B's entries before column col0 + first are +0.0 in every row, and
+    no entry of B is -0.0 (a joint's row of J, one 1.0 among np.zeros' +0.0, after a floating
+    base's six). The forward pass then starts at row `first` with the bits of the full pass:
+    the rows before it stay +0.0 there (0.0 - (+-0.0) and 0.0 / L[i, i] are +0.0), and
+    subtracting their products (+-0.0) from a later row's entry changes nothing, since that
+    entry starts as B's, not -0.0, and a subtraction never makes -0.0 from it."""
     n, k = L.shape[0], B.shape[0]
     for i in range(n):
         for c in range(k):
             X[row0 + i, c] = B[c, col0 + i]
-    for i in range(n):  # forward: s = b_i - sum_p<i L[i, p] x_p, in p order, then / L[i, i]
-        for p in range(i):
+    for i in range(first, n):  # forward: s = b_i - sum_p<i L[i, p] x_p, in p order, / L[i, i]
+        for p in range(first, i):
             a = L[i, p]
             for c in range(k):
                 X[row0 + i, c] -= a * X[row0 + p, c]
@@ -348,13 +355,13 @@ class Cholesky:
         vector = B.ndim == 1
         B2 = B.reshape(self.n, -1)
         X = np.empty((self.n, B2.shape[1]))
-        _cho_solve_rows(self.L, np.ascontiguousarray(B2.T), 0, X, 0)
+        _cho_solve_rows(self.L, np.ascontiguousarray(B2.T), 0, X, 0, 0)
         return X.reshape(-1) if vector else X
 
     def solve_rows_into(self, B, col0: int, X, row0: int) -> None:
         """X[row0 : row0 + n, :] = A^-1 B[:, col0 : col0 + n]^T for B (k, >= col0 + n) and X
         (>= row0 + n, k), both C-contiguous float64: the bits of solve(B[:, col0:col0 + n].T)."""
-        _cho_solve_rows(self.L, B, int(col0), X, int(row0))
+        _cho_solve_rows(self.L, B, int(col0), X, int(row0), 0)
 
 
 def independent_rows(D, tol: float) -> np.ndarray:

@@ -78,6 +78,24 @@ def test_cholesky_solves_a_column_block_of_rows_into_a_larger_matrix(rng):
         assert np.all(X[others] == 7.0)
 
 
+def test_the_solve_of_joint_rows_from_their_first_dof_has_the_bits_of_the_whole_solve(rng):
+    """_cho_solve_rows' `first`: for rows of +0.0 with one 1.0 each (joint rows, after a floating
+    base's six DoFs), the forward pass from the first DoF any row touches gives the bits of
+    the column-by-column substitution from row 0 (_cho_solve)."""
+    from raisimcli.linalg import _cho_solve_rows
+    for n, first, k in ((18, 6, 12), (18, 6, 1), (12, 0, 5), (9, 8, 1), (30, 6, 24)):
+        X0 = rng.standard_normal((n, n))
+        L = np.linalg.cholesky(X0 @ X0.T + n * np.eye(n))
+        B = np.zeros((k, n))
+        idx = rng.integers(first, n, size=k)
+        idx[0] = first
+        B[np.arange(k), idx] = 1.0
+        skipped, whole = np.empty((n, k)), np.empty((n, k))
+        _cho_solve_rows(L, B, 0, skipped, 0, first)
+        _cho_solve(L, np.ascontiguousarray(B.T), whole)
+        assert skipped.tobytes() == whole.tobytes()
+
+
 def test_cholesky_reports_the_first_non_positive_pivot():
     A = np.diag([1.0, 2.0, -1.0, 4.0])
     assert Cholesky(A).info == 3

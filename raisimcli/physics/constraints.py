@@ -240,7 +240,7 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
     the kept rows (lam0) and of every row (lambda0, 0 for a dropped one), and u_0; perm[:rank]
     holds the kept rows, sorted. Returns (rank, the factor's info)."""
     k, nv = J.shape
-    _cho_solve_rows(L, J, 0, MinvJT, 0)
+    _cho_solve_rows(L, J, 0, MinvJT, 0, 0)
     _mm(J, MinvJT, D)
     rank = 0
     if k:
@@ -275,7 +275,7 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
             s += Jk[a, c] * u_star[c]
         rhs[0, a] = -beta_ * e[kept[a]] - s
     if rank:
-        _cho_solve_rows(L_D[:rank, :rank], rhs[:, :rank], 0, lam0[:rank], 0)
+        _cho_solve_rows(L_D[:rank, :rank], rhs[:, :rank], 0, lam0[:rank], 0, 0)
     for i in range(k):
         lambda0[i] = 0.0
     for a in range(rank):
@@ -298,7 +298,7 @@ def _response(J, Y, L_D, MinvJT, JY, JYT, DinvJY, prod, out):
     for i in range(JY.shape[0]):
         for c in range(JY.shape[1]):
             JYT[c, i] = JY[i, c]
-    _cho_solve_rows(L_D, JYT, 0, DinvJY, 0)
+    _cho_solve_rows(L_D, JYT, 0, DinvJY, 0, 0)
     _mm(MinvJT, DinvJY, prod)
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):

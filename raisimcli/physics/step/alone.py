@@ -149,8 +149,18 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
         _add_rows(J_world, origins, supports, bodies, points, frames, signs, first_rows, 0, bu, R,
                   jac_scratch, J)
         _targets(J, m0, u, distance, params, dt, vn, target)
-    # the response M~^-1 J^T, the impulses, u_{t+1} and what they say about each contact
-    _cho_solve_rows(L, J, 0, response, 0)
+    # the response M~^-1 J^T, the impulses, u_{t+1} and what they say about each contact.
+    # Joint rows alone (np.zeros' +0.0 and one 1.0 each; a contact's may hold -0.0): the
+    # forward pass starts at their first DoF (_cho_solve_rows' `first`), past a floating base
+    first = 0
+    if nc == 0:
+        first = nv
+        for r in range(m0):
+            f = 0
+            while f < first and J[r, f] == 0.0:
+                f += 1
+            first = f
+    _cho_solve_rows(L, J, 0, response, 0, first)
     constrained = EI.shape[0] > 0
     if constrained:  # (_packed_elimination's layout)
         k_c, r = EI[0], EI[1]
