@@ -186,8 +186,8 @@ class ArticulatedSystem:
         # the arrays that log_energies_and_force's compiled call reads, with its scratch (the
         # quadratic form's, the actuators')
         self._energies_table = energies_table(
-            self.conv.block_u, self.conv.TM_scratch, tr.T, tr.back_emf, tr.peak, tr.gear,
-            self.commands, self.command_layout, np.empty(nv), np.empty(5 * tr.T.shape[0] + nv))
+            self.conv.block_u, tr.T, tr.back_emf, tr.peak, tr.gear, self.commands,
+            self.command_layout, np.empty(nv), np.empty(5 * tr.T.shape[0] + nv))
         self.motor_region_enforced = True
         self.springs: list[Spring] = [Spring(j.name, j.stiffness, np.array(j.spring_mount))
                                       for j in model.moving_joints if j.stiffness > 0]

@@ -82,14 +82,38 @@ def _rotate_rows(A, bu, R, transpose, out):
 
 
 @kernel
-def _mass_matrix(M_upper, bu, R, M_pin, TM, out):
-    """M_pin = the symmetric matrix of Pinocchio's upper triangle; out = T M_pin T^T."""
+def _congruence(M_pin, bu, R, out):
+    """out = T M_pin T^T, in place in `out`, which holds M_pin on entry: the blocks' rows of
+    T M_pin with _rotate_rows' sums, then the blocks' columns of its product with T^T with
+    _rotate_columns' (each block's three columns read before they are written; the blocks'
+    columns are apart). The entries outside the blocks' rows and columns are M_pin's, as the
+    two products copy them."""
+    n = M_pin.shape[0]
+    for k in range(bu.shape[0]):
+        b = bu[k]
+        for r in range(3):
+            for j in range(n):
+                out[b + r, j] = R[k, r, 0] * M_pin[b, j] + R[k, r, 1] * M_pin[b + 1, j] + \
+                    R[k, r, 2] * M_pin[b + 2, j]
+    for k in range(bu.shape[0]):
+        b = bu[k]
+        for i in range(n):
+            x, y, z = out[i, b], out[i, b + 1], out[i, b + 2]
+            for r in range(3):
+                out[i, b + r] = x * R[k, r, 0] + y * R[k, r, 1] + z * R[k, r, 2]
+
+
+@kernel
+def _mass_matrix(M_upper, bu, R, M_pin, out):
+    """M_pin = the symmetric matrix of Pinocchio's upper triangle; out = T M_pin T^T
+    (_congruence)."""
     n = M_upper.shape[0]
     for i in range(n):
         for j in range(n):
-            M_pin[i, j] = M_upper[i, j] if i <= j else M_upper[j, i]
-    _rotate_rows(M_pin, bu, R, False, TM)
-    _rotate_columns(TM, bu, R, out)
+            v = M_upper[i, j] if i <= j else M_upper[j, i]
+            M_pin[i, j] = v
+            out[i, j] = v
+    _congruence(M_pin, bu, R, out)
 
 
 @kernel
@@ -189,8 +213,7 @@ def _getter_inputs(q, u, arrays):
 def _getter_mass(q, M, arrays):
     """M (in: Pinocchio's upper triangle, as crba returns it) becomes T M_pin T^T at the
     coordinates q, M_pin (into F) the symmetric matrix of that triangle: _mass_matrix's
-    operations (T M_pin by rows, then its product with T^T by columns, each entry the same
-    sum), in place."""
+    operations, in place."""
     I, F = _getter_ints(arrays, 0), _getter_floats(arrays, 1)  # noqa: E741
     nq, k, n = I[0], I[1], I[2]
     bq, bu = I[4 + nq:4 + nq + k], I[4 + nq + k:4 + nq + 2 * k]
@@ -203,18 +226,7 @@ def _getter_mass(q, M, arrays):
             M_pin[i, j] = v
             M_pin[j, i] = v
             M[j, i] = v
-    for b_ in range(k):  # M = T M_pin (_rotate_rows)
-        b = bu[b_]
-        for r in range(3):
-            for j in range(n):
-                M[b + r, j] = R[b_, r, 0] * M_pin[b, j] + R[b_, r, 1] * M_pin[b + 1, j] + \
-                    R[b_, r, 2] * M_pin[b + 2, j]
-    for b_ in range(k):  # M = M T^T (_rotate_columns): blocks' columns are apart
-        b = bu[b_]
-        for i in range(n):
-            x, y, z = M[i, b], M[i, b + 1], M[i, b + 2]
-            for r in range(3):
-                M[i, b + r] = x * R[b_, r, 0] + y * R[b_, r, 1] + z * R[b_, r, 2]
+    _congruence(M_pin, bu, R, M)
 
 
 @kernel
@@ -379,8 +391,7 @@ class Conventions:
         self.block_u = np.array([b[0] for b in blocks], dtype=np.int64)
         self.block_q = np.array([b[1] for b in blocks], dtype=np.int64)
         n = self.nv  # scratch of the compiled transforms (never returned)
-        # (TM_scratch: mass_matrix's T M_pin, also for another caller of _mass_matrix)
-        self.TM_scratch, self._c = np.empty((n, n)), np.empty(n)
+        self._c = np.empty(n)
         self._v, self._o = np.empty((n, 1)), np.empty((n, 1))
 
     # --- T as rotation blocks (compiled; the same bits as the dense products with T) -----------
@@ -406,7 +417,7 @@ class Conventions:
         """(M_pin, T M_pin T^T) of the upper triangle that Pinocchio's crba writes."""
         n = self.nv
         M_pin, M = np.empty((n, n)), np.empty((n, n))
-        _mass_matrix(M_upper, self.block_u, R, M_pin, self.TM_scratch, M)
+        _mass_matrix(M_upper, self.block_u, R, M_pin, M)
         return M_pin, M
 
     def pin_inputs(self, q: np.ndarray, u: np.ndarray, q_to_pin: np.ndarray):

@@ -95,18 +95,18 @@ _INTS, _FLOATS, _MATRIX = (types.int64, 1, "C"), (types.float64, 1, "C"), (types
 _ints_of, _floats_of, _matrix_of = table_view(_INTS), table_view(_FLOATS), table_view(_MATRIX)
 
 
-def energies_table(block_u, TM, T, back_emf, peak, gear, commands, layout,
-                   scratch_n, scratch) -> ArrayTable:
-    """_energies_and_force's table of a robot: the conventions' block_u and the mass matrix's
-    scratch TM, the transmission's T, back_emf, peak and gear, the system's `commands` with
-    where its views start and end (`layout`, raisimcli.physics.commands: kp, kd, u_ref, tau_ff,
-    tau_lower, tau_upper, tau_a, zero_gains), the quadratic form's scratch (nv) and the
-    actuators' (5 n_act + nv). Every one of them is written in place, never rebound."""
+def energies_table(block_u, T, back_emf, peak, gear, commands, layout, scratch_n,
+                   scratch) -> ArrayTable:
+    """_energies_and_force's table of a robot: the conventions' block_u, the transmission's T,
+    back_emf, peak and gear, the system's `commands` with where its views start and end
+    (`layout`, raisimcli.physics.commands: kp, kd, u_ref, tau_ff, tau_lower, tau_upper, tau_a,
+    zero_gains), the quadratic form's scratch (nv) and the actuators' (5 n_act + nv). Every one
+    of them is written in place, never rebound."""
     views = np.array([layout[name][k] for name in ("kp", "kd", "u_ref", "tau_ff", "tau_lower",
                                                    "tau_upper", "tau_a", "zero_gains")
                       for k in (0, 1)], dtype=np.int64)
-    return ArrayTable([(block_u, _INTS), (TM, _MATRIX), (T, _MATRIX), (back_emf, _FLOATS),
-                       (peak, _FLOATS), (gear, _FLOATS), (commands, _FLOATS), (views, _INTS),
+    return ArrayTable([(block_u, _INTS), (T, _MATRIX), (back_emf, _FLOATS), (peak, _FLOATS),
+                       (gear, _FLOATS), (commands, _FLOATS), (views, _INTS),
                        (scratch_n, _FLOATS), (scratch, _FLOATS)])
 
 
@@ -119,16 +119,16 @@ def _energies_and_force(M_upper, R, M_pin, M, u, com, g, q_err, stall, mass, fla
     (get_potential_energy), out[2:] the generalized force (_generalized_force,
     get_generalized_force). `arrays`: the robot's energies_table; `flags`: bit 0 PD mode (else
     the zero gains, as ArticulatedSystem.gains gives them), bit 1 the motor regions enforced."""
-    bu, TM, T = _ints_of(arrays, 0), _matrix_of(arrays, 1), _matrix_of(arrays, 2)
-    back_emf, peak, gear = _floats_of(arrays, 3), _floats_of(arrays, 4), _floats_of(arrays, 5)
-    commands, c = _floats_of(arrays, 6), _ints_of(arrays, 7)
-    scratch_n, scratch = _floats_of(arrays, 8), _floats_of(arrays, 9)
+    bu, T = _ints_of(arrays, 0), _matrix_of(arrays, 1)
+    back_emf, peak, gear = _floats_of(arrays, 2), _floats_of(arrays, 3), _floats_of(arrays, 4)
+    commands, c = _floats_of(arrays, 5), _ints_of(arrays, 6)
+    scratch_n, scratch = _floats_of(arrays, 7), _floats_of(arrays, 8)
     if R.shape[0] == 0:  # (no rotation blocks: T = I)
         bu = bu[0:0]
     kp, kd = commands[c[0]:c[1]], commands[c[2]:c[3]]
     if not flags & 1:
         kp, kd = commands[c[14]:c[15]], commands[c[14]:c[15]]
-    _mass_matrix(M_upper, bu, R, M_pin, TM, M)
+    _mass_matrix(M_upper, bu, R, M_pin, M)
     out[0] = 0.5 * _quadratic(M, u, scratch_n)
     gc = 0.0
     gc += g[0] * com[0]

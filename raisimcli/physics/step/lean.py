@@ -94,8 +94,8 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     a += 2 * n_act
     j_lower, j_upper, vmax = C[a:a + nj], C[a + nj:a + 2 * nj], C[a + 2 * nj:a + 3 * nj]
     M_pin = carve(F, 0, (n, n))
-    TM = carve(F, n * n, (n, n))
-    a = 2 * n * n
+    a = 2 * n * n  # (F[n n:2 n n] is read by no call since _mass_matrix works in place: the
+    # offsets here, in _Scratch and in step/quick.py keep the slot)
     c = F[a:a + n]
     v = carve(F, a + n, (n, 1))
     o = carve(F, a + 2 * n, (n, 1))
@@ -112,7 +112,7 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     a += 4 * n
     L = carve(F, a, (n, n))
     u_star = F[a + n * n:a + n * n + n]
-    _mass_matrix(M_upper, bu, R, M_pin, TM, M)
+    _mass_matrix(M_upper, bu, R, M_pin, M)
     if flags[0]:
         for i in range(n):
             h[i] = h_pin[i]
