@@ -140,19 +140,26 @@ def _bias(u_pin, floating_u, c):
 
 
 @kernel
-def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, out):
-    """out = T (h_pin + M_pin c), c the bias correction of u_pin (see bias_correction);
-    `c` (nv,), `v`, `o` (nv, 1): scratch."""
+def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, out):
+    """out = T (h_pin + M_pin c), c the bias correction of u_pin (see bias_correction), with the
+    sums of the dense products (M_pin c in p order, then _rotate_rows'); `c` (nv,): scratch.
+    c is 0 but on the floating joints' linear velocities, in increasing order (floating_u):
+    M_pin c sums those terms alone, the bits of the whole sum, since the others are +-0.0 and
+    a sum that starts at +0.0 is never -0.0 (x + (+-0.0) is x for any other x)."""
     n = h_pin.shape[0]
     _bias(u_pin, floating_u, c)
     for i in range(n):
         s = 0.0
-        for p in range(n):
-            s += M_pin[i, p] * c[p]
-        v[i, 0] = h_pin[i] + s
-    _rotate_rows(v, bu, R, False, o)
-    for i in range(n):
-        out[i] = o[i, 0]
+        for k in range(floating_u.shape[0]):
+            us = floating_u[k]
+            for p in range(us, us + 3):
+                s += M_pin[i, p] * c[p]
+        out[i] = h_pin[i] + s
+    for k in range(bu.shape[0]):  # out = T out, in place (each block read before written)
+        b = bu[k]
+        x, y, z = out[b], out[b + 1], out[b + 2]
+        for r in range(3):
+            out[b + r] = R[k, r, 0] * x + R[k, r, 1] * y + R[k, r, 2] * z
 
 
 @kernel
@@ -392,7 +399,6 @@ class Conventions:
         self.block_q = np.array([b[1] for b in blocks], dtype=np.int64)
         n = self.nv  # scratch of the compiled transforms (never returned)
         self._c = np.empty(n)
-        self._v, self._o = np.empty((n, 1)), np.empty((n, 1))
 
     # --- T as rotation blocks (compiled; the same bits as the dense products with T) -----------
     def rotations(self, q: np.ndarray) -> np.ndarray:
@@ -432,8 +438,7 @@ class Conventions:
                        u_pin: np.ndarray) -> np.ndarray:
         """h = T (h_pin + M_pin c), c the bias correction of u_pin."""
         out = np.empty(self.nv)
-        _nonlinearities(h_pin, M_pin, u_pin, self.floating_u, self.block_u, R, self._c,
-                        self._v, self._o, out)
+        _nonlinearities(h_pin, M_pin, u_pin, self.floating_u, self.block_u, R, self._c, out)
         return out
 
     # --- velocity transform ----------------------------------------------------------------------

@@ -97,9 +97,7 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     a = 2 * n * n  # (F[n n:2 n n] is read by no call since _mass_matrix works in place: the
     # offsets here, in _Scratch and in step/quick.py keep the slot)
     c = F[a:a + n]
-    v = carve(F, a + n, (n, 1))
-    o = carve(F, a + 2 * n, (n, 1))
-    rhs = carve(F, a + 3 * n, (n, 1))
+    rhs = carve(F, a + 3 * n, (n, 1))  # (F[a + n:a + 3 n]: another slot no call reads)
     x = carve(F, a + 4 * n, (n, 1))
     w = F[a + 5 * n:a + 6 * n]
     tau_ext = F[a + 6 * n:a + 7 * n]
@@ -117,7 +115,7 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
         for i in range(n):
             h[i] = h_pin[i]
     else:
-        _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, v, o, h)
+        _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, h)
     if not flags[5]:  # (spherical joints: the caller has written both errors)
         if flags[1]:
             _one_dof_difference(q, q_ref, one_q, one_u, q_err)
