@@ -145,7 +145,7 @@ def _nonlinearities(h_pin, M_pin, u_pin, floating_u, bu, R, c, out):
     sums of the dense products (M_pin c in p order, then _rotate_rows'); `c` (nv,): scratch.
     c is 0 but on the floating joints' linear velocities, in increasing order (floating_u):
     M_pin c sums those terms alone, the bits of the whole sum, since the others are +-0.0 and
-    a sum that starts at +0.0 is never -0.0 (x + (+-0.0) is x for any other x)."""
+    a sum that starts at +0.0 is never -0.0 (x + (+-0.0) is x for any x but -0.0)."""
     n = h_pin.shape[0]
     _bias(u_pin, floating_u, c)
     for i in range(n):
