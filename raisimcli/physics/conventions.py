@@ -421,13 +421,6 @@ class Conventions:
         _rotate_columns(np.ascontiguousarray(J), self.block_u, R, out)
         return out
 
-    def mass_matrix(self, R: np.ndarray, M_upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(M_pin, T M_pin T^T) of the upper triangle that Pinocchio's crba writes."""
-        n = self.nv
-        M_pin, M = np.empty((n, n)), np.empty((n, n))
-        _mass_matrix(M_upper, self.block_u, R, M_pin, M)
-        return M_pin, M
-
     def pin_inputs(self, q: np.ndarray, u: np.ndarray, q_to_pin: np.ndarray):
         """(q_pin, u_pin, R): Pinocchio's coordinates and velocity at (q, u), and the rotation
         blocks of T (see rotations)."""
