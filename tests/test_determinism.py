@@ -1,11 +1,16 @@
-"""The same scenario gives the same log, bit for bit, whatever BLAS kernels the machine picks.
+"""The same scenario gives the same log, bit for bit, whatever kernels and builds the machine picks.
 
 OpenBLAS chooses its kernels from the processor at run time (OPENBLAS_CORETYPE forces a choice),
-and kernels sum in different orders. No result of the step may depend on that: every shipped
-scenario is run in subprocesses under several forced kernels, and under numba code generated for
-the generic x86-64 processor instead of this one, and the logs must be identical
-(`compare --rtol 0 --atol 0`). On a processor that lacks a kernel's instructions OpenBLAS falls
-back to an older one, so the test still runs there (it then checks fewer distinct kernels).
+and kernels sum in different orders; numba generates code for the processor it runs on; numpy
+picks its loops by the processor's extensions (NPY_DISABLE_CPU_FEATURES turns them off); glibc
+picks a build of its math functions (GLIBC_TUNABLES masks what it may use). No result of the step
+may depend on any of these: every shipped scenario is run in subprocesses under several such
+choices, each started as the `raisimcli` command starts itself (glibc's plain math functions,
+raisimcli.libm), and the logs must be identical (`compare --rtol 0 --atol 0`). The last variant
+is an x86-64 processor of 2008 as these libraries see it: OpenBLAS's Nehalem kernels, numba's
+generic x86-64, numpy's baseline loops and glibc's SSE2 build without AVX. On a processor that
+lacks a kernel's instructions OpenBLAS falls back to an older one, so the test still runs there
+(it then checks fewer distinct kernels).
 """
 
 import os
@@ -15,30 +20,25 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, SCENARIOS
+from conftest import BASELINE_ENV, ROOT, SCENARIOS, run_scenarios
 from raisimcli.cli.main import cli
 
 NAMES = sorted(f[:-5] for f in os.listdir(SCENARIOS) if f.endswith(".toml"))
 
-# every scenario in one interpreter per variant: start-up and compilation are paid once
-DRIVER = """
-import sys
-from raisimcli.cli.main import cli
-scenarios, out = sys.argv[1], sys.argv[2]
-for name in sys.argv[3:]:
-    try:
-        cli(["run", f"{scenarios}/{name}.toml", "-q", "--duration", "0.2",
-             "-o", f"{out}/{name}.h5"], standalone_mode=False)
-    except SystemExit as e:
-        if e.code:
-            raise
-"""
+# glibc's build of its math functions without AVX, FMA or AVX-512 (the plain SSE2 one), and
+# numpy's loops for the x86-64 baseline only
+_GLIBC_SSE2 = ":".join(item + ",-AVX,-AVX2,-AVX512F" if item.startswith("glibc.cpu.hwcaps=")
+                       else item for item in BASELINE_ENV.get("GLIBC_TUNABLES", "").split(":"))
+_NUMPY_BASELINE = "X86_V4 AVX512_ICL AVX512_SPR X86_V3"
 
 VARIANTS = {
     "Nehalem": {"OPENBLAS_CORETYPE": "Nehalem"},
     "Sandybridge": {"OPENBLAS_CORETYPE": "Sandybridge"},
     "Haswell": {"OPENBLAS_CORETYPE": "Haswell"},
     "generic-numba": {"OPENBLAS_CORETYPE": "Haswell", "NUMBA_CPU_NAME": "generic"},
+    "x86-64 of 2008": {"OPENBLAS_CORETYPE": "Nehalem", "NUMBA_CPU_NAME": "generic",
+                       "NPY_DISABLE_CPU_FEATURES": _NUMPY_BASELINE,
+                       "GLIBC_TUNABLES": _GLIBC_SSE2},
 }
 
 
@@ -49,11 +49,11 @@ def logs(tmp_path_factory):
     for variant, extra in VARIANTS.items():
         out = base / variant
         out.mkdir()
-        env = {**os.environ, **extra}
-        env.pop("OPENBLAS_L2_SIZE", None)  # only meaningful together with a machine's own choice
-        procs[variant] = (out, subprocess.Popen(
-            [sys.executable, "-c", DRIVER, SCENARIOS, str(out), *NAMES], cwd=ROOT, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        # (OPENBLAS_L2_SIZE only means something together with a machine's own choice)
+        env = {**extra, "OPENBLAS_L2_SIZE": None}
+        if "GLIBC_TUNABLES" not in BASELINE_ENV:  # (not glibc on x86-64: no such choice)
+            env.pop("GLIBC_TUNABLES", None)
+        procs[variant] = (out, run_scenarios(out, NAMES, env))
     for variant, (out, p) in procs.items():
         output, _ = p.communicate(timeout=900)
         assert p.returncode == 0, f"{variant}: {output}"
@@ -61,7 +61,7 @@ def logs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_log_is_bit_identical_under_every_blas_kernel(logs, name):
+def test_log_is_bit_identical_under_every_kernel_and_build(logs, name):
     reference = logs["Nehalem"] / f"{name}.h5"
     for variant, out in logs.items():
         if variant == "Nehalem":

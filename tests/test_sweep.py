@@ -18,8 +18,9 @@ import h5py
 import pytest
 from click.testing import CliRunner
 
-from conftest import SCENARIOS
+from conftest import BASELINE_ENV, SCENARIOS
 from raisimcli.cli.main import cli
+from raisimcli.libm import variant
 
 CARTPOLE = os.path.join(SCENARIOS, "cartpole.toml")
 QUADRUPED = os.path.join(SCENARIOS, "quadruped_stand.toml")
@@ -244,8 +245,8 @@ def test_a_task_needs_neither_the_checkout_nor_a_shared_file_system(tmp_path, na
 
 # --- a real cluster: `dask scheduler` and `dask worker` processes --------------------------------
 class DaskCluster:
-    def __init__(self, folder, workers: int):
-        self.folder = folder
+    def __init__(self, folder, workers: int, worker_env: dict | None = None):
+        self.folder, self.worker_env = folder, worker_env
         self.file = os.path.join(folder, "scheduler.json")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.procs = [subprocess.Popen(
@@ -264,7 +265,7 @@ class DaskCluster:
         p = subprocess.Popen([os.path.join(BIN, "dask"), "worker", "--scheduler-file", self.file,
                               "--nthreads", "1", "--no-nanny", "--no-dashboard",
                               "--memory-limit", "0"],
-                             cwd=self.folder, stdout=subprocess.DEVNULL,
+                             cwd=self.folder, env=self.worker_env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         self.procs.append(p)
         return p
@@ -317,6 +318,30 @@ def test_a_sweep_on_a_running_dask_scheduler_and_worker(tmp_path, cluster_folder
         r = subprocess.run(RAISIMCLI + ["compare", str(out), str(out)], capture_output=True,
                            text=True, env=env, timeout=300)
         assert r.returncode == 0 and "OK: 4 logs, 0 failing" in r.stdout, r.stdout + r.stderr
+    finally:
+        c.close()
+
+
+def test_a_worker_whose_math_functions_are_another_build_is_reported(tmp_path, cluster_folder):
+    # the command runs in this process; its worker starts with glibc's plain math functions (the
+    # environment `raisimcli` gives itself, raisimcli.libm): where this process runs another
+    # build (a processor with FMA), the sweep says that its logs may differ from a single run's
+    own = variant()
+    if own in ("baseline", "other"):
+        pytest.skip(f"this process runs glibc's {own} math: no other build to give a worker")
+    c = DaskCluster(cluster_folder, workers=1, worker_env=BASELINE_ENV)
+    try:
+        c.wait_for_workers(1)
+        sweep = write_sweep(tmp_path, """set = { "world.duration" = 0.05 }
+[grid]
+"robot.0.pd.kp.slider" = [200.0]
+""")
+        r = invoke("sweep", sweep, "-o", tmp_path / "out", "--scheduler", c.address, "-q")
+        assert r.exit_code == 0, r.output
+        assert (f"warning: 1 cases ran on workers whose C math functions are glibc's baseline "
+                f"build, not the {own} build of this command") in " ".join(r.output.split())
+        with h5py.File(tmp_path / "out" / read_index(tmp_path / "out")[0]["log"]) as f:
+            assert f.attrs["libm"] == "baseline"
     finally:
         c.close()
 

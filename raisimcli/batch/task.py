@@ -48,6 +48,7 @@ class CaseResult:
     worker: str = ""
     resolved_sha256: str = ""
     log_file: str | None = None      # its file name in the output folder, once stored
+    libm: str = ""                   # the worker's build of glibc's math (raisimcli.libm)
 
 
 def make_task(name: str, scn, overrides, duration=None, strict=False, ignore_warnings=()) -> Task:
@@ -66,11 +67,13 @@ def run_task(task: Task) -> CaseResult:
     """Run one case in a private folder and return its log (the function a worker runs)."""
     import socket
 
+    from raisimcli.libm import variant
     from raisimcli.scenario import load_scenario, run
 
     folder = tempfile.mkdtemp(prefix="raisimcli-case-")
     root = os.path.join(folder, "files")
-    result = CaseResult(task.name, "error", worker=f"{socket.gethostname()}:{os.getpid()}")
+    result = CaseResult(task.name, "error", worker=f"{socket.gethostname()}:{os.getpid()}",
+                        libm=variant())
     try:
         for path, content in task.inputs.items():
             target = root + os.path.normpath(path)

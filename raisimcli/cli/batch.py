@@ -125,6 +125,7 @@ def run_batch(cases, out_dir, *, jobs, scheduler, resume, duration, strict, igno
         click.echo(f"{counts['complete']} of {len(rows)} cases complete"
                    + "".join(f", {n} {s}" for s, n in counts.items() if n and s != "complete")
                    + f" ({sched.describe()})", err=True)
+    _warn_of_other_math(results.values())
     if interrupted is not None:
         name = getattr(interrupted, "signal_name", "SIGINT")
         click.echo(f"interrupted by {name}: the complete logs are kept; the index marks the "
@@ -132,6 +133,21 @@ def run_batch(cases, out_dir, *, jobs, scheduler, resume, duration, strict, igno
         sys.exit(EXIT_INTERRUPTED)
     if len(rows) != counts["complete"]:
         sys.exit(1)
+
+
+def _warn_of_other_math(results) -> None:
+    """One warning when cases ran on workers whose glibc math functions are another build than
+    this command's (raisimcli.libm): a worker started by hand without the command's setting."""
+    from raisimcli.libm import MASK, variant
+    own = variant()
+    other = [r for r in results if r.libm and r.libm != own]
+    if other:
+        builds = ", ".join(sorted({r.libm for r in other}))
+        click.echo(f"warning: {len(other)} cases ran on workers whose C math functions are "
+                   f"glibc's {builds} build, not the {own} build of this command: their logs "
+                   "can differ from those of `raisimcli run` in the last bits; start the workers "
+                   f"with GLIBC_TUNABLES=glibc.cpu.hwcaps={','.join(MASK)} (docs/sweep.md)",
+                   err=True)
 
 
 class _NotRun:

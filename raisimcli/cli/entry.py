@@ -15,8 +15,17 @@ what is skipped is only the freeing of objects held in reference cycles, which t
 system takes back with the process. The command's own files are closed before: the log is written
 and renamed before the run returns. A user's controller may hold a file that only a collection
 would close (and flush), so a run that loaded one exits as Python does by default.
+
+Before all of this, on Linux x86-64 with glibc, the command starts itself again (the same
+interpreter, arguments and environment) with GLIBC_TUNABLES masking FMA, once, when its
+environment does not mask it already: glibc then runs the plain build of its math functions, the
+one every x86-64 processor runs, so that a log is the same bit for bit on a machine with FMA and
+on one without (raisimcli.libm). That costs one more start of the interpreter, about 25 ms. Only
+the program itself does it (the console script or `python -m raisimcli`), never a Python program
+that calls main().
 """
 
+import os
 import signal
 import sys
 
@@ -52,6 +61,7 @@ def install_signal_handlers() -> None:
 
 def main() -> None:
     global QUICK_EXIT
+    _with_baseline_libm()
     QUICK_EXIT = False
     try:
         _command()
@@ -59,6 +69,26 @@ def main() -> None:
         if QUICK_EXIT:
             import gc
             gc.freeze()
+
+
+def _with_baseline_libm() -> None:
+    """Start the command again under glibc's plain math functions (the module's docstring)
+    when this process is the `raisimcli` program and its environment does not ask for them;
+    if the new start fails, the command runs here (its log's `libm` attribute says which
+    build it used)."""
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    program = (main_spec is not None and main_spec.name == "raisimcli.__main__") or \
+        os.path.basename(sys.argv[0]) == "raisimcli"
+    if not program or getattr(sys, "frozen", False):
+        return
+    from raisimcli.libm import baseline_environment
+    env = baseline_environment(os.environ)
+    if env is None:
+        return
+    try:
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+    except OSError:
+        pass
 
 
 def _command() -> None:

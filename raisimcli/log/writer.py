@@ -38,6 +38,7 @@ import numpy as np
 
 from raisimcli import __version__, files
 from raisimcli.errors import LogError, LogWriteError
+from raisimcli.libm import variant as libm_variant
 from raisimcli.physics.step.decomposition import SOURCES
 
 FORMAT = "raisimcli-log"
@@ -215,6 +216,7 @@ class LogWriter:
         f.attrs["scenario_name"] = scenario_name
         f.attrs["dt"] = dt
         f.attrs["decimation"] = decimation
+        f.attrs["libm"] = libm_variant()  # the build of glibc's math functions (raisimcli.libm)
         meta = f.create_group("meta")
         meta.create_dataset("scenario", data=scenario_text, dtype=_STR)
         meta.create_dataset("config", data=config_json, dtype=_STR)

@@ -1,0 +1,108 @@
+"""glibc's builds of its math functions (raisimcli.libm): the command runs the plain one whatever
+environment it is started in, and a log says which build made it.
+
+The builds are told apart by their results: a process computes sin, cos, atan, exp, log, pow and
+atan2 at 20,000 arguments and prints a digest of the bits, with the build `variant()` names.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT, SCENARIOS
+from raisimcli.cli.main import cli
+from raisimcli.libm import applies, baseline_environment
+
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+glibc_only = pytest.mark.skipif(not applies(), reason="not glibc on x86-64: no build to choose")
+
+BITS = """
+import hashlib, math, random, struct
+from raisimcli.libm import variant
+rng = random.Random(7)
+xs = [rng.uniform(-20.0, 20.0) for _ in range(20000)]
+h = hashlib.sha256()
+for f in (math.sin, math.cos, math.atan, math.exp, lambda x: math.log(abs(x)),
+          lambda x: math.pow(abs(x), 0.37), lambda x: math.atan2(x, 1.3)):
+    h.update(struct.pack("20000d", *[f(x) for x in xs]))
+print(variant(), h.hexdigest())
+"""
+
+
+def _environment(tunables: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    if tunables is not None:
+        env["GLIBC_TUNABLES"] = tunables
+    return env
+
+
+def _bits(tunables: str | None) -> tuple[str, str]:
+    out = subprocess.run([sys.executable, "-c", BITS], env=_environment(tunables), cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split()
+    return out[0], out[1]
+
+
+@glibc_only
+def test_the_environment_gains_the_mask_and_keeps_the_rest():
+    assert baseline_environment({"HOME": "/h"}) == {
+        "HOME": "/h", "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-FMA,-FMA4"}
+    assert baseline_environment({"GLIBC_TUNABLES": "glibc.malloc.check=3"})["GLIBC_TUNABLES"] \
+        == "glibc.malloc.check=3:glibc.cpu.hwcaps=-FMA,-FMA4"
+    assert baseline_environment({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F:glibc.x=1"})[
+        "GLIBC_TUNABLES"] == "glibc.cpu.hwcaps=-AVX512F,-FMA,-FMA4:glibc.x=1"
+    assert baseline_environment({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-FMA"})[
+        "GLIBC_TUNABLES"] == "glibc.cpu.hwcaps=-FMA,-FMA4"
+    assert baseline_environment({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-FMA4,-FMA"}) is None
+
+
+@glibc_only
+def test_processes_naming_the_same_build_compute_the_same_bits():
+    # the mask, the mask without AVX2 and the plain SSE2 build: all "baseline", all one result
+    runs = [_bits(t) for t in ("glibc.cpu.hwcaps=-FMA,-FMA4", "glibc.cpu.hwcaps=-AVX2",
+                               "glibc.cpu.hwcaps=-FMA,-FMA4,-AVX,-AVX2,-AVX512F")]
+    assert {variant for variant, _ in runs} == {"baseline"}
+    assert len({bits for _, bits in runs}) == 1
+    # the machine's own choice: on a processor with FMA and AVX2 the fused build, whose bits
+    # differ from the plain build's; elsewhere the plain build itself
+    variant, bits = _bits(None)
+    assert variant in ("fma", "fma4", "baseline")
+    assert (bits == runs[0][1]) == (variant == "baseline"), variant
+
+
+@pytest.mark.parametrize("program", ["module", "script"])
+def test_the_command_runs_the_plain_build_from_any_environment(tmp_path, program):
+    # started without the mask (a user's shell), the command starts itself again with it: its
+    # log is the golden one bit for bit (made with the plain build), and says so; the main
+    # scenario's logs differ between the two builds on a processor with FMA
+    if program == "module":
+        command = [sys.executable, "-m", "raisimcli"]
+    else:
+        command = [os.path.join(os.path.dirname(sys.executable), "raisimcli")]
+        if not os.path.exists(command[0]):
+            pytest.skip("no raisimcli script beside this interpreter")
+    out = tmp_path / "quadruped_pd.h5"
+    subprocess.run([*command, "run", os.path.join(SCENARIOS, "quadruped_pd.toml"), "-q",
+                    "--duration", "0.2", "-o", str(out)], env=_environment(None), cwd=ROOT,
+                   check=True, capture_output=True)
+    with h5py.File(out) as f:
+        assert f.attrs["libm"] == ("baseline" if applies() else "other")
+    r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, "quadruped_pd.h5"), str(out),
+                                 "--rtol", "0", "--atol", "0", "--max-report", "5"])
+    assert r.exit_code == 0, r.output
+
+
+def test_compare_says_when_two_logs_were_made_with_other_math(tmp_path):
+    new = tmp_path / "pendulum.h5"
+    shutil.copy(os.path.join(GOLDEN, "pendulum.h5"), new)
+    with h5py.File(new, "a") as f:
+        f.attrs["libm"] = "fma"
+    r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, "pendulum.h5"), str(new)])
+    assert r.exit_code == 1
+    text = " ".join(r.output.split())
+    assert "attribute differs: /:libm: 'baseline' -> 'fma'" in text
+    assert "the logs were made with different builds of glibc's math functions" in text
