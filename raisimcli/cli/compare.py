@@ -138,9 +138,9 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
             for a in c.attributes:
                 stdout.print(f"[red]attribute differs:[/] {escape(a)}", highlight=False)
             if any(a.startswith("/:libm:") for a in c.attributes):
-                stdout.print("(the logs were made with different builds of glibc's math "
-                             "functions, which can differ in the last bits of sin, cos, exp, ...: "
-                             "the raisimcli command always uses the baseline build; see "
+                stdout.print("(the logs do not name the same build of glibc's math functions, "
+                             "and builds can differ in the last bits of sin, cos, exp, ...: the "
+                             "raisimcli command always uses the baseline build; see "
                              "docs/physics.md, \"The same log on every machine\")",
                              highlight=False)
         if not as_json:
