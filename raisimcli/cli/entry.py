@@ -16,13 +16,13 @@ system takes back with the process. The command's own files are closed before: t
 and renamed before the run returns. A user's controller may hold a file that only a collection
 would close (and flush), so a run that loaded one exits as Python does by default.
 
-Before all of this, on Linux x86-64 with glibc, the command starts itself again (the same
-interpreter, arguments and environment) with GLIBC_TUNABLES masking FMA, once, when its
-environment does not mask it already: glibc then runs the plain build of its math functions, the
-one every x86-64 processor runs, so that a log is the same bit for bit on a machine with FMA and
-on one without (raisimcli.libm). That costs one more start of the interpreter, about 25 ms. Only
-the program itself does it (the console script or `python -m raisimcli`), never a Python program
-that calls main().
+Right after the signal handlers, on Linux x86-64 with glibc, the command starts itself again (the
+same interpreter, arguments and environment) with GLIBC_TUNABLES masking FMA, once, when its
+environment does not mask it already: glibc then runs the plain build of its math functions, the one
+every x86-64 processor runs, so that a log is the same bit for bit on a machine with FMA and on one
+without (raisimcli.libm). That costs one more start of the interpreter, about 25 ms. Only the
+program itself does it (the console script or `python -m raisimcli`), never a Python program that
+calls main().
 """
 
 import os
@@ -61,7 +61,11 @@ def install_signal_handlers() -> None:
 
 def main() -> None:
     global QUICK_EXIT
-    _with_baseline_libm()
+    install_signal_handlers()  # (before the new start too: exec gives the new image the defaults)
+    try:
+        _with_baseline_libm()
+    except KeyboardInterrupt as e:
+        _interrupted(e)
     QUICK_EXIT = False
     try:
         _command()
