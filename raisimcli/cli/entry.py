@@ -16,13 +16,13 @@ system takes back with the process. The command's own files are closed before: t
 and renamed before the run returns. A user's controller may hold a file that only a collection
 would close (and flush), so a run that loaded one exits as Python does by default.
 
-Right after the signal handlers, on Linux x86-64 with glibc, the command starts itself again (the
-same interpreter, arguments and environment) with GLIBC_TUNABLES masking FMA, once, when its
-environment does not mask it already: glibc then runs the plain build of its math functions, the one
-every x86-64 processor runs, so that a log is the same bit for bit on a machine with FMA and on one
-without (raisimcli.libm). That costs one more start of the interpreter, about 25 ms. Only the
-program itself does it (the console script or `python -m raisimcli`), never a Python program that
-calls main().
+Right after the signal handlers, on Linux x86-64 with glibc, a command that computes starts itself
+again (the same interpreter, arguments and environment) with GLIBC_TUNABLES masking FMA, once, when
+its environment does not mask it already: glibc then runs the plain build of its math functions, the
+one every x86-64 processor runs, so that a log is the same bit for bit on a machine with FMA and on
+one without (raisimcli.libm). That costs one more start of the interpreter, about 25 ms, which only
+`run`, `sweep` and `inspect` pay (not their `--help`). Only the program itself does it (the console
+script or `python -m raisimcli`), never a Python program that calls main().
 """
 
 import os
@@ -30,6 +30,10 @@ import signal
 import sys
 
 INTERRUPT_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+# the commands whose output the math functions reach (a simulation, or inspect's masses and
+# inertias turned by their origins' rpy); compare, export and plot read logs, and --help and
+# --version print text: they start once
+_COMPUTING = ("run", "sweep", "inspect")
 EXIT_INTERRUPTED = 130
 QUICK_EXIT = False  # set by a command that ran no user code (the module's docstring)
 
@@ -84,6 +88,10 @@ def _with_baseline_libm() -> None:
     program = (main_spec is not None and main_spec.name == "raisimcli.__main__") or \
         os.path.basename(sys.argv[0]) == "raisimcli"
     if not program or getattr(sys, "frozen", False):
+        return
+    args = sys.argv[1:]
+    command = next((a for a in args if not a.startswith("-")), None)
+    if command not in _COMPUTING or any(a in ("-h", "--help") for a in args):
         return
     from raisimcli.libm import baseline_environment
     env = baseline_environment(os.environ)
