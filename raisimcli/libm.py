@@ -14,16 +14,16 @@ shipped scenarios for 1 s under the two builds gave different logs for 10 of the
 of a potential energy to 8e-9 N of a contact force after the quadruped's impacts).
 
 glibc reads the environment variable GLIBC_TUNABLES when a process starts;
-`glibc.cpu.hwcaps=-FMA,-FMA4` makes it pick as if the processor had neither, which gives the
-plain build on every x86-64 processor (its AVX build, picked when AVX is there, is the same code
-without fused operations, and gives the same results: `tests/test_determinism.py` runs the
-scenarios under both). The `raisimcli` command starts itself again under that setting when it is
-missing (`raisimcli.cli.entry`), and its helper processes and sweep workers inherit it. A Python
-program that uses the library runs the build its own process started with: start it with that
-variable set for logs equal to the command's. Each log records the build it was made with (the
-root attribute `libm`, `variant()`), so a comparison that fails because of it says so. Other
-operating systems, other processors and other C libraries (musl) have no such choice; there the
-attribute says `other`.
+`glibc.cpu.hwcaps=-FMA,-FMA4` makes it pick as if the processor had neither, which gives the plain
+build on every x86-64 processor (its AVX build, picked when AVX is there, is the same code without
+fused operations, and gives the same results: `tests/test_determinism.py` runs the scenarios under
+both). The `raisimcli` command's run, sweep and inspect start themselves again under that setting
+when it is missing (`raisimcli.cli.entry`), and its helper processes and sweep workers inherit it. A
+Python program that uses the library runs the build its own process started with: start it with that
+variable set, or call `restart_with_baseline()` first thing, for logs equal to the command's. Each
+log records the build it was made with (the root attribute `libm`, `variant()`), so a comparison
+that fails because of it says so. Other operating systems, other processors and other C libraries
+(musl) have no such choice; there the attribute says `other`.
 """
 
 from __future__ import annotations
@@ -73,6 +73,36 @@ def baseline_environment(environ: Mapping[str, str]) -> dict[str, str] | None:
     else:
         items.append(f"{_HWCAPS}={','.join(missing)}")
     return {**environ, "GLIBC_TUNABLES": ":".join(items)}
+
+
+def restart_with_baseline() -> None:
+    """Start this program again under glibc's plain build of its math functions, when it runs
+    another one (nothing happens when the environment has the mask already, or when glibc on
+    x86-64 is not in use): the same interpreter, arguments and environment plus the mask, in
+    place of this process (os.execve: the same process id; standard output and error are
+    flushed first). Call it first thing in a program that writes logs with the library, for
+    logs equal to the `raisimcli` command's; whatever ran before it runs again. An
+    interactive interpreter (or a notebook) cannot be started again: it gets a warning
+    instead, and keeps its build. If the new start fails, the program goes on here."""
+    env = baseline_environment(os.environ)
+    if env is None or getattr(sys, "frozen", False):
+        return
+    if hasattr(sys, "ps1") or sys.flags.interactive or "IPython" in sys.modules or \
+            not sys.executable:
+        import warnings
+        warnings.warn("raisimcli.libm: an interactive interpreter cannot be started again; "
+                      f"start Python with GLIBC_TUNABLES={_HWCAPS}={','.join(MASK)} for logs "
+                      "equal to the raisimcli command's", stacklevel=2)
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+    except OSError:
+        pass
 
 
 def _start_environment() -> str:

@@ -106,3 +106,31 @@ def test_compare_says_when_two_logs_were_made_with_other_math(tmp_path):
     text = " ".join(r.output.split())
     assert "attribute differs: /:libm: 'baseline' -> 'fma'" in text
     assert "the logs do not name the same build of glibc's math functions" in text
+
+
+SCRIPT = """
+import sys
+print("started", flush=False)  # (runs again after the new start: flushed before it)
+from raisimcli.libm import restart_with_baseline
+restart_with_baseline()
+from raisimcli.scenario import load_scenario, run
+run(load_scenario(sys.argv[1], duration=0.2, log_path=sys.argv[2]))
+"""
+
+
+def test_a_program_of_ours_starts_again_under_the_plain_build(tmp_path):
+    # a Python program using the library, started without the mask: after
+    # restart_with_baseline() its log is the command's (the golden one) bit for bit
+    script, out = tmp_path / "program.py", tmp_path / "quadruped_pd.h5"
+    script.write_text(SCRIPT)
+    before, _ = _bits(None)  # the build a program started from this environment runs
+    p = subprocess.run([sys.executable, str(script), os.path.join(SCENARIOS, "quadruped_pd.toml"),
+                        str(out)], env=_environment(None), cwd=ROOT, capture_output=True,
+                       text=True, check=True)
+    # what ran before the new start printed its line before it (flushed), and again after it
+    assert p.stdout.split() == ["started"] * (1 if before in ("baseline", "other") else 2)
+    with h5py.File(out) as f:
+        assert f.attrs["libm"] == ("baseline" if applies() else "other")
+    r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, "quadruped_pd.h5"), str(out),
+                                 "--rtol", "0", "--atol", "0", "--max-report", "5"])
+    assert r.exit_code == 0, r.output

@@ -87,20 +87,14 @@ def _with_baseline_libm() -> None:
     main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     program = (main_spec is not None and main_spec.name == "raisimcli.__main__") or \
         os.path.basename(sys.argv[0]) == "raisimcli"
-    if not program or getattr(sys, "frozen", False):
+    if not program:
         return
     args = sys.argv[1:]
     command = next((a for a in args if not a.startswith("-")), None)
     if command not in _COMPUTING or any(a in ("-h", "--help") for a in args):
         return
-    from raisimcli.libm import baseline_environment
-    env = baseline_environment(os.environ)
-    if env is None:
-        return
-    try:
-        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
-    except OSError:
-        pass
+    from raisimcli.libm import restart_with_baseline
+    restart_with_baseline()
 
 
 def _command() -> None:
