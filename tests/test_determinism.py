@@ -1,15 +1,15 @@
 """The same scenario gives the same log, bit for bit, whatever kernels and builds the machine picks.
 
-OpenBLAS chooses its kernels from the processor at run time (OPENBLAS_CORETYPE forces a choice),
-and kernels sum in different orders; numba generates code for the processor it runs on; numpy
-picks its loops by the processor's extensions (NPY_DISABLE_CPU_FEATURES turns them off); glibc
-picks a build of its math functions (GLIBC_TUNABLES masks what it may use). No result of the step
-may depend on any of these: every shipped scenario is run in subprocesses under several such
-choices, each started as the `raisimcli` command starts itself (glibc's plain math functions,
-raisimcli.libm), and the logs must be identical (`compare --rtol 0 --atol 0`). The last variant
-is an x86-64 processor of 2008 as these libraries see it: OpenBLAS's Nehalem kernels, numba's
-generic x86-64, numpy's baseline loops and glibc's SSE2 build without AVX. On a processor that
-lacks a kernel's instructions OpenBLAS falls back to an older one, so the test still runs there
+OpenBLAS chooses its kernels from the processor at run time (OPENBLAS_CORETYPE forces a choice), and
+kernels sum in different orders; numba generates code for the processor it runs on; numpy picks its
+loops by the processor's extensions (NPY_DISABLE_CPU_FEATURES turns them off); glibc picks a build
+of its math functions (GLIBC_TUNABLES masks what it may use). No result of the step may depend on
+any of these: every shipped scenario is run in subprocesses under several such choices and under
+this machine's own, each started as the `raisimcli` command starts itself (glibc's plain math
+functions, raisimcli.libm), and the logs must be identical (`compare --rtol 0 --atol 0`). The last
+variant is an x86-64 processor of 2008 as these libraries see it: OpenBLAS's Nehalem kernels,
+numba's generic x86-64, numpy's baseline loops and glibc's SSE2 build without AVX. On a processor
+that lacks a kernel's instructions OpenBLAS falls back to an older one, so the test still runs there
 (it then checks fewer distinct kernels).
 """
 
@@ -33,6 +33,7 @@ _NUMPY_BASELINE = "X86_V4 AVX512_ICL AVX512_SPR X86_V3"
 
 VARIANTS = {
     "Nehalem": {"OPENBLAS_CORETYPE": "Nehalem"},
+    "this machine's own": {"OPENBLAS_CORETYPE": None},
     "Sandybridge": {"OPENBLAS_CORETYPE": "Sandybridge"},
     "Haswell": {"OPENBLAS_CORETYPE": "Haswell"},
     "generic-numba": {"OPENBLAS_CORETYPE": "Haswell", "NUMBA_CPU_NAME": "generic"},
