@@ -14,16 +14,17 @@ shipped scenarios for 1 s under the two builds gave different logs for 10 of the
 of a potential energy to 8e-9 N of a contact force after the quadruped's impacts).
 
 glibc reads the environment variable GLIBC_TUNABLES when a process starts;
-`glibc.cpu.hwcaps=-FMA,-FMA4` makes it pick as if the processor had neither, which gives the plain
-build on every x86-64 processor (its AVX build, picked when AVX is there, is the same code without
-fused operations, and gives the same results: `tests/test_determinism.py` runs the scenarios under
-both). The `raisimcli` command's run, sweep and inspect start themselves again under that setting
-when it is missing (`raisimcli.cli.entry`), and its helper processes and sweep workers inherit it. A
-Python program that uses the library runs the build its own process started with: start it with that
-variable set, or call `restart_with_baseline()` first thing, for logs equal to the command's. Each
-log records the build it was made with (the root attribute `libm`, `variant()`), so a comparison
-that fails because of it says so. Other operating systems, other processors and other C libraries
-(musl) have no such choice; there the attribute says `other`.
+`glibc.cpu.hwcaps=-FMA,-FMA4` (`-FMA_Usable,-FMA4_Usable` for glibc 2.28 to 2.32: MASK has both)
+makes it pick as if the processor had neither, which gives the plain build on every x86-64 processor
+(its AVX build, picked when AVX is there, is the same code without fused operations, and gives the
+same results: `tests/test_determinism.py` runs the scenarios under both). The `raisimcli` command's
+run, sweep and inspect start themselves again under that setting when it is missing
+(`raisimcli.cli.entry`), and its helper processes and sweep workers inherit it. A Python program
+that uses the library runs the build its own process started with: start it with that variable set,
+or call `restart_with_baseline()` first thing, for logs equal to the command's. Each log records the
+build it was made with (the root attribute `libm`, `variant()`), so a comparison that fails because
+of it says so. Other operating systems, other processors and other C libraries (musl) have no such
+choice; there the attribute says `other`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ import os
 import sys
 from collections.abc import Mapping
 
-MASK = ("-FMA", "-FMA4")  # the glibc.cpu.hwcaps entries that leave glibc the plain build
+# the glibc.cpu.hwcaps entries that leave glibc the plain build: its names since glibc 2.33, and
+# those of glibc 2.28 to 2.32, which ignored "-FMA" for this choice and took "-FMA_Usable" (each
+# version ignores the other's names; measured with the libc6 packages of Debian 11 and 12)
+MASK = ("-FMA", "-FMA4", "-FMA_Usable", "-FMA4_Usable")
 _HWCAPS = "glibc.cpu.hwcaps"
 
 
@@ -129,15 +133,37 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
+def _glibc_version() -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split("."))
+    except (ValueError, OSError, AttributeError, IndexError):
+        return (0,)
+
+
 def variant() -> str:
     """The build of glibc's math functions this process runs: "fma" (FMA and AVX2), "fma4",
     "baseline" (the plain build, or its AVX twin: the same results), or "other" when glibc on
     x86-64 is not in use."""
     if not applies():
         return "other"
-    flags, caps = _cpu_flags(), _hwcaps(_start_environment())
-    if {"fma", "avx2"} <= flags and "-FMA" not in caps and "-AVX2" not in caps:
+    return _variant(_cpu_flags(), _hwcaps(_start_environment()), _glibc_version())
+
+
+def _variant(flags: set[str], caps: list[str], version: tuple[int, ...]) -> str:
+    """variant() for a processor's `flags`, the glibc.cpu.hwcaps entries `caps` the process
+    started with and glibc's `version`: glibc picks the fused build when FMA and AVX2 are
+    usable, else the FMA4 one when FMA4 is; the entries that mask a feature are named "-NAME"
+    since 2.33, "-NAME_Usable" from 2.28 to 2.32 (before 2.28 the tunable was called
+    glibc.tune.hwcaps, and before 2.26 there was none)."""
+    if version < (2, 28):
+        caps = []
+    suffix = "" if version >= (2, 33) else "_Usable"
+
+    def usable(name: str) -> bool:
+        return name.lower() in flags and f"-{name}{suffix}" not in caps
+
+    if usable("FMA") and usable("AVX2"):
         return "fma"
-    if "fma4" in flags and "-FMA4" not in caps:
+    if usable("FMA4"):
         return "fma4"
     return "baseline"

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from conftest import ROOT, SCENARIOS
 from raisimcli.cli.main import cli
-from raisimcli.libm import applies, baseline_environment
+from raisimcli.libm import MASK, _variant, applies, baseline_environment
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 glibc_only = pytest.mark.skipif(not applies(), reason="not glibc on x86-64: no build to choose")
@@ -49,21 +49,43 @@ def _bits(tunables: str | None) -> tuple[str, str]:
 
 @glibc_only
 def test_the_environment_gains_the_mask_and_keeps_the_rest():
+    mask = "-FMA,-FMA4,-FMA_Usable,-FMA4_Usable"
     assert baseline_environment({"HOME": "/h"}) == {
-        "HOME": "/h", "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-FMA,-FMA4"}
+        "HOME": "/h", "GLIBC_TUNABLES": f"glibc.cpu.hwcaps={mask}"}
     assert baseline_environment({"GLIBC_TUNABLES": "glibc.malloc.check=3"})["GLIBC_TUNABLES"] \
-        == "glibc.malloc.check=3:glibc.cpu.hwcaps=-FMA,-FMA4"
+        == f"glibc.malloc.check=3:glibc.cpu.hwcaps={mask}"
     assert baseline_environment({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F:glibc.x=1"})[
-        "GLIBC_TUNABLES"] == "glibc.cpu.hwcaps=-AVX512F,-FMA,-FMA4:glibc.x=1"
+        "GLIBC_TUNABLES"] == f"glibc.cpu.hwcaps=-AVX512F,{mask}:glibc.x=1"
     assert baseline_environment({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-FMA"})[
-        "GLIBC_TUNABLES"] == "glibc.cpu.hwcaps=-FMA,-FMA4"
-    assert baseline_environment({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-FMA4,-FMA"}) is None
+        "GLIBC_TUNABLES"] == "glibc.cpu.hwcaps=-FMA,-FMA4,-FMA_Usable,-FMA4_Usable"
+    assert baseline_environment(
+        {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-FMA4_Usable,-FMA,-FMA_Usable,-FMA4"}) is None
+
+
+def test_the_build_named_follows_the_names_each_glibc_version_takes():
+    # measured with the libc6 packages of Debian 11 (glibc 2.31) and 12 (2.36) under their own
+    # loaders, on a processor with FMA and AVX2: 2.31 kept its fused build under "-FMA,-FMA4" and
+    # took the plain one under "-FMA_Usable" or "-AVX2_Usable"; 2.36 the other way round
+    flags = {"fma", "avx2", "avx"}
+    assert _variant(flags, [], (2, 36)) == "fma"
+    assert _variant(flags, ["-FMA", "-FMA4"], (2, 36)) == "baseline"
+    assert _variant(flags, ["-AVX2"], (2, 36)) == "baseline"
+    assert _variant(flags, ["-FMA_Usable", "-FMA4_Usable"], (2, 36)) == "fma"
+    assert _variant(flags, ["-FMA", "-FMA4"], (2, 31)) == "fma"
+    assert _variant(flags, ["-FMA_Usable", "-FMA4_Usable"], (2, 31)) == "baseline"
+    assert _variant(flags, ["-AVX2_Usable"], (2, 31)) == "baseline"
+    assert _variant(flags, list(MASK), (2, 31)) == _variant(flags, list(MASK), (2, 41)) \
+        == "baseline"
+    assert _variant(flags, list(MASK), (2, 27)) == "fma"  # (glibc.tune.hwcaps before 2.28)
+    assert _variant({"avx"}, [], (2, 36)) == "baseline"  # (a processor without FMA)
+    assert _variant({"fma4", "avx"}, [], (2, 36)) == "fma4"
+    assert _variant({"fma4", "avx"}, list(MASK), (2, 36)) == "baseline"
 
 
 @glibc_only
 def test_processes_naming_the_same_build_compute_the_same_bits():
     # the mask, the mask without AVX2 and the plain SSE2 build: all "baseline", all one result
-    runs = [_bits(t) for t in ("glibc.cpu.hwcaps=-FMA,-FMA4", "glibc.cpu.hwcaps=-AVX2",
+    runs = [_bits(t) for t in (f"glibc.cpu.hwcaps={','.join(MASK)}", "glibc.cpu.hwcaps=-AVX2",
                                "glibc.cpu.hwcaps=-FMA,-FMA4,-AVX,-AVX2,-AVX512F")]
     assert {variant for variant, _ in runs} == {"baseline"}
     assert len({bits for _, bits in runs}) == 1
