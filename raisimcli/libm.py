@@ -153,8 +153,9 @@ def _variant(flags: set[str], caps: list[str], version: tuple[int, ...]) -> str:
     """variant() for a processor's `flags`, the glibc.cpu.hwcaps entries `caps` the process
     started with and glibc's `version`: glibc picks the fused build when FMA and AVX2 are
     usable, else the FMA4 one when FMA4 is; the entries that mask a feature are named "-NAME"
-    since 2.33, "-NAME_Usable" from 2.28 to 2.32 (before 2.28 the tunable was called
-    glibc.tune.hwcaps, and before 2.26 there was none)."""
+    in 2.36 and "-NAME_Usable" in 2.31 (measured; the boundary is taken as 2.33, the release
+    that renamed glibc's x86 CPU features, unmeasured), and before 2.28 the tunable was
+    called glibc.tune.hwcaps (before 2.26 there was none)."""
     if version < (2, 28):
         caps = []
     suffix = "" if version >= (2, 33) else "_Usable"
