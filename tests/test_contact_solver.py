@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from raisimcli.physics.arctan import atan2
 from raisimcli.physics.step.contact_solver import solve_contact
 
 
@@ -25,18 +26,20 @@ def _sliding(G, v0, tn, mu, th):
 def _full_search(G, v0, tn, mu):
     """The sliding search as the module describes it, every step taken: all 32 samples of the
     angle from the sticking impulse's direction (the smallest valid residual, and the first
-    bracket of a sign change), then 60 bisections of the bracket. Plain Python."""
+    bracket of a sign change), then 60 bisections of the bracket. Plain Python, but for the
+    direction's angle: the package's atan2, as the module takes it (raisimcli.physics.arctan,
+    tested in tests/test_arctan.py)."""
     # the sticking impulse's direction, by Cramer's rule (as the module computes it)
     b0, b1, b2 = 0.0 - v0[0], 0.0 - v0[1], tn - v0[2]
     (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = G.tolist()
     c00, c01 = a11 * a22 - a12 * a21, a12 * a20 - a10 * a22
     det = a00 * c00 + a01 * c01 + a02 * (a10 * a21 - a11 * a20)
     if abs(det) < 1e-300:
-        th0 = math.atan2(-v0[1], -v0[0])
+        th0 = atan2(-v0[1], -v0[0])
     else:
         l0 = (c00 * b0 + (a02 * a21 - a01 * a22) * b1 + (a01 * a12 - a02 * a11) * b2) / det
         l1 = (c01 * b0 + (a00 * a22 - a02 * a20) * b1 + (a02 * a10 - a00 * a12) * b2) / det
-        th0 = math.atan2(l1, l0)
+        th0 = atan2(l1, l0)
     best_th, best_r, found = th0, 1e300, False
     prev_th = th0 - math.pi
     ln_p, r_p, dot_p = _sliding(G, v0, tn, mu, prev_th)

@@ -25,6 +25,7 @@ from numba import types
 from raisimcli.jit import ArrayTable, carve, kernel, table_view
 from raisimcli.model.types import RobotModel
 from raisimcli.linalg import cross, matmul, norm
+from raisimcli.physics.arctan import atan2
 
 
 # --- T as 3x3 blocks: the transforms in compiled loops ------------------------------------------
@@ -363,7 +364,7 @@ def quat_log(q) -> np.ndarray:
     n = norm(v)
     if n < 1e-12:
         return 2.0 * v / max(w, 1e-300)
-    return 2.0 * math.atan2(n, w) / n * v
+    return 2.0 * atan2(n, w) / n * v  # (raisimcli.physics.arctan: the same bits with any libm)
 
 
 class Conventions:

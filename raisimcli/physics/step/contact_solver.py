@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from raisimcli.jit import kernel
+from raisimcli.physics.arctan import atan2
 
 SCALAR = 0
 CONTACT = 1
@@ -82,7 +83,7 @@ def solve_contact(G, v0, tn, mu, lam_out):
         lam_out[2] = ln
         return
     # sliding: search the angle. Start from the sticking impulse's direction.
-    th0 = math.atan2(l1, l0) if ok else math.atan2(-v0[1], -v0[0])
+    th0 = atan2(l1, l0) if ok else atan2(-v0[1], -v0[0])  # (ours: the same bits with any libm)
     n_samples = 32
     best_th = th0
     best_r = 1e300
