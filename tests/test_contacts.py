@@ -1250,19 +1250,19 @@ def test_a_detection_with_more_contacts_than_its_first_arrays_keeps_them_all_in_
     from types import SimpleNamespace
     from raisimcli.physics.contacts import MaterialPair, _Found, contact_frame
     rng = np.random.default_rng(3)
-    pair = MaterialPair(0.7, 0.1, 0.02)
     found, expected = _Found(0.2, 1e-5, capacity=2), []
+    params = found.params_of(MaterialPair(0.7, 0.1, 0.02))
     for k in range(12):
         shape = SimpleNamespace(body=k % 3 + 1, link=f"l{k}")
         normal = rng.standard_normal(3)
         normal /= np.linalg.norm(normal)
         if k % 2:
             p, d = rng.standard_normal(3), -0.001 * k
-            found.add("sys", shape, None, -1, "ground", p, normal, d, pair, ("sys", k, 0))
+            found.add("sys", shape, None, -1, "ground", p, normal, d, params, ("sys", k, 0))
             expected.append((p, normal, d, shape.body))
         else:
             corners = rng.standard_normal((4, 3))
-            found.add_patch("sys", shape, None, -1, "ground", corners, normal, -0.002, pair,
+            found.add_patch("sys", shape, None, -1, "ground", corners, normal, -0.002, params,
                             [("sys", k, i) for i in range(4)])
             expected += [(c, normal, -0.002, shape.body) for c in corners]
     cs = found.contact_set()

@@ -534,11 +534,12 @@ class ContactWorld:
                     contacts.add_ground_spheres(rs, 0, n)
                     continue
                 spheres = 0  # the first of the sphere entries not added yet
+                params = self._ground_params(rs)
                 for e, k in enumerate(rs.entry_shape[:n].tolist()):
                     if rs.kind[k] != SPHERE:  # coal's, after the spheres before it
                         contacts.add_ground_spheres(rs, spheres, e)
                         self._ground_contacts(rs.system, rs.shapes[k], rs.transform(k),
-                                              contacts)
+                                              params[rs.material_index[k]], contacts)
                         spheres = e + 1
                 contacts.add_ground_spheres(rs, spheres, n)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
@@ -622,20 +623,20 @@ class ContactWorld:
         return [], [(np.asarray(c.pos), -np.asarray(c.normal), float(c.penetration_depth))
                     for c in contacts]
 
-    def _ground_contacts(self, system, shape, placement, contacts: "_Found") -> None:
-        """The contacts of `shape` (at the coal.Transform3s `placement`) with the ground."""
+    def _ground_contacts(self, system, shape, placement, params, contacts: "_Found") -> None:
+        """The contacts of `shape` (at the coal.Transform3s `placement`) with the ground;
+        `params`: its material's row of _ground_params."""
         found, points = self._collide(shape.geometry, placement, self._ground, self._identity,
                                       shape.kind in _PATCH_KINDS)
         if not (found or points):
             return
-        pair = self.material_pair(shape.material, self.ground_material)
         k = 0
         for ps, n, d in found:
             keys = [(system.name, shape.index, "ground", k + i) for i in range(ps.shape[0])]
-            contacts.add_patch(system, shape, None, -1, "ground", ps, n, d, pair, keys)
+            contacts.add_patch(system, shape, None, -1, "ground", ps, n, d, params, keys)
             k += ps.shape[0]
         for k, (p, n, d) in enumerate(points):
-            contacts.add(system, shape, None, -1, "ground", p, n, d, pair,
+            contacts.add(system, shape, None, -1, "ground", p, n, d, params,
                          (system.name, shape.index, "ground", k))
 
     def _spheres_on_ground(self, rs: RobotShapes, n: int) -> ContactSet:
@@ -721,19 +722,19 @@ class ContactWorld:
                                       a.kind in _PATCH_KINDS and b.kind in _PATCH_KINDS)
         if not (found or points):
             return
-        pair = self.material_pair(a.material, b.material)
+        params = contacts.params_of(self.material_pair(a.material, b.material))
         name_b, name_sb = b.link, sb.name if sb is not None else None
         k = 0
         for ps, n, d in found:
             if not (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] > 0.0):
                 raise _no_direction(sa, a, sb, b)
             keys = [(sa.name, a.index, name_sb, b.index, k + i) for i in range(ps.shape[0])]
-            contacts.add_patch(sa, a, sb, b.body, name_b, ps, n, d, pair, keys)
+            contacts.add_patch(sa, a, sb, b.body, name_b, ps, n, d, params, keys)
             k += ps.shape[0]
         for k, (p, n, d) in enumerate(points):
             if not (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] > 0.0):
                 raise _no_direction(sa, a, sb, b)
-            contacts.add(sa, a, sb, b.body, name_b, p, n, d, pair,
+            contacts.add(sa, a, sb, b.body, name_b, p, n, d, params,
                          (sa.name, a.index, name_sb, b.index, k))
 
 
@@ -781,29 +782,33 @@ class _Found:
         self.n = i + k
         return i
 
-    def _params_of(self, pair) -> tuple:
+    def params_of(self, pair) -> tuple:
+        """A contact's params (friction, restitution, threshold, erp, slop) for a material
+        pair: what add and add_patch take (a row of ContactWorld._ground_params for the
+        ground: the same numbers)."""
         return (pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
                 self.slop)
 
-    def add(self, system, shape, system_b, body_b, name_b, p, n, d, pair, key) -> None:
+    def add(self, system, shape, system_b, body_b, name_b, p, n, d, params, key) -> None:
         self.meta.append((system, shape.body, shape.link, system_b, body_b, name_b))
         self.keys.append(key)
         i = self._rows(1)
         self._points[i], self._normals[i], self._distance[i] = p, n, d
-        self._params[i], self._bodies[i] = self._params_of(pair), shape.body
+        self._params[i], self._bodies[i] = params, shape.body
         self._all_up = False
 
-    def add_patch(self, system, shape, system_b, body_b, name_b, points, normal, depth, pair,
+    def add_patch(self, system, shape, system_b, body_b, name_b, points, normal, depth, params,
                   keys) -> None:
         """The kept corners `points` (k, 3) of one contact patch, each a contact with the
-        patch's `normal` and `depth`: what add would make of them one by one."""
+        patch's `normal` and `depth` and the contact `params` (params_of): what add would make
+        of them one by one."""
         k = points.shape[0]
         self.meta.extend([(system, shape.body, shape.link, system_b, body_b, name_b)] * k)
         self.keys.extend(keys)
         i = self._rows(k)
         self._points[i:i + k], self._normals[i:i + k], self._distance[i:i + k] = \
             points, normal, depth
-        self._params[i:i + k], self._bodies[i:i + k] = self._params_of(pair), shape.body
+        self._params[i:i + k], self._bodies[i:i + k] = params, shape.body
         self._all_up = False
 
     def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int) -> None:
