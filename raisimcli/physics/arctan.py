@@ -32,10 +32,12 @@ fdlibm selects the ranges and the special cases by the bits of the argument's hi
 they are the comparisons of values that those tests amount to (a threshold whose low word is zero
 is compared as a value exactly: |x| < 0.4375 is its high word below 0x3fdc0000). Where fdlibm
 tests the difference of two exponents (|y / x| past 2^60, and x < 0 with |y / x| below 2^-60),
-these compare |y| with 2^60 |x| (or |x| with 2^60 |y|) instead, which can take the other branch
-within a factor of two of the threshold, where both branches give the same rounded result.
+these compare |y| with 2^60 |x| (or |x| with 2^60 |y|) instead, so a ratio within a factor of two
+of the threshold may take the other branch than fdlibm's. Below 2^-60 both branches round to pi.
+With x < 0 and |y / x| between about 2^54 and 2^60 the general branch gives one ulp above pi/2
+(as fdlibm's does), past 2^60 the first branch gives pi/2 itself.
 
-tests/test_arctan.py compares both with glibc's and with a 40-digit reference computed with
+tests/test_arctan.py compares both with glibc's and with a 45-digit reference computed with
 Python's decimal module, and checks that processes running glibc's two builds (with and without
 fused multiply-add) compute the same bits here while glibc's own differ.
 """
