@@ -81,6 +81,13 @@ class MaterialPair:
     restitution_threshold: float = DEFAULT_RESTITUTION_THRESHOLD
 
 
+def contact_params(pair: MaterialPair, erp: float, slop: float) -> tuple:
+    """A contact's params (friction, restitution, threshold, erp, slop): a row of the
+    contact set's `params`, of the ground's table (ContactWorld._ground_params) and of a pair's
+    contacts (_Found.params_of)."""
+    return (pair.friction, pair.restitution, pair.restitution_threshold, erp, slop)
+
+
 def _read_only(view: np.ndarray) -> np.ndarray:
     """The view, made read-only (a Contact's arrays are its set's rows: writing one would change
     the step's record that the log and get_contacts() read)."""
@@ -509,13 +516,13 @@ class ContactWorld:
     def detect(self) -> ContactSet:
         """Contacts of the current state (within the margin)."""
         self._request.security_margin = self.margin
-        near = None  # (n, others) of the one robot's update_near_ground
+        near = None  # (n, others, ground params) of the one robot's update_near_ground
         if self.ground_height is not None and len(self.robots) == 1 and not self.static and \
                 not self.robots[0].self_collision:
             rs = self.robots[0]
             h, margin = self.ground_height, self.margin
-            near = rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
-                                         self._ground_params(rs))
+            params = self._ground_params(rs)
+            near = (*rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK, params), params)
             if not near[1]:  # spheres only, or nothing near the ground
                 return self._spheres_on_ground(rs, near[0])
         contacts = _Found(self.erp, self.slop)
@@ -525,16 +532,18 @@ class ContactWorld:
         else:
             h, margin = self.ground_height, self.margin
             for rs in self.robots:
-                n, others = near if near is not None else \
-                    rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
-                                          self._ground_params(rs))
+                if near is not None:
+                    n, others, params = near
+                else:  # (the ground params: the spheres' and the other shapes')
+                    params = self._ground_params(rs)
+                    n, others = rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
+                                                      params)
                 if not n:
                     continue
                 if not others:  # spheres only (feet): their contacts as they are
                     contacts.add_ground_spheres(rs, 0, n)
                     continue
                 spheres = 0  # the first of the sphere entries not added yet
-                params = self._ground_params(rs)
                 for e, k in enumerate(rs.entry_shape[:n].tolist()):
                     if rs.kind[k] != SPHERE:  # coal's, after the spheres before it
                         contacts.add_ground_spheres(rs, spheres, e)
@@ -710,9 +719,8 @@ class ContactWorld:
         if rs.ground_params is None or rs.ground_params[0] != key:
             table = np.empty((len(rs.materials), 5))
             for m, material in enumerate(rs.materials):
-                pair = self.material_pair(material, self.ground_material)
-                table[m] = (pair.friction, pair.restitution, pair.restitution_threshold,
-                            self.erp, self.slop)
+                table[m] = contact_params(self.material_pair(material, self.ground_material),
+                                          self.erp, self.slop)
             rs.ground_params = (key, table)
         return rs.ground_params[1]
 
@@ -783,11 +791,9 @@ class _Found:
         return i
 
     def params_of(self, pair) -> tuple:
-        """A contact's params (friction, restitution, threshold, erp, slop) for a material
-        pair: what add and add_patch take (a row of ContactWorld._ground_params for the
-        ground: the same numbers)."""
-        return (pair.friction, pair.restitution, pair.restitution_threshold, self.erp,
-                self.slop)
+        """contact_params of a material pair with this detection's erp and slop: what add and
+        add_patch take (for the ground, a row of ContactWorld._ground_params: the same numbers)."""
+        return contact_params(pair, self.erp, self.slop)
 
     def add(self, system, shape, system_b, body_b, name_b, p, n, d, params, key) -> None:
         self.meta.append((system, shape.body, shape.link, system_b, body_b, name_b))
