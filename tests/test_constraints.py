@@ -372,3 +372,35 @@ def test_the_compiled_loop_rows_are_the_python_path_s(urdf):
                 continue
             assert axes.tobytes() == np.ascontiguousarray(axes_py).tobytes()
             assert all(p.tobytes() == p_py.tobytes() for p, p_py in zip(points, points_py))
+
+
+@pytest.mark.parametrize("urdf", ["gripper.urdf", "panda", "talos"])
+def test_mimics_rows_and_elimination_in_one_call_are_the_two_calls(urdf):
+    # Elimination.of_mimics (the rows of mimic constraints and their elimination in one
+    # compiled call) against the rows of constraint_rows_in_python (one numpy row each) given
+    # to Elimination: every result with the same bits, at random states, M~ of the state and
+    # a random u*; Talos has twelve mimics, Panda one
+    import os
+    from raisimcli.physics.constraints import Elimination, beta, constraint_rows_in_python
+    from raisimcli.physics.step.implicit import Factorized
+    from states import random_state
+    from test_real_urdfs import ERD
+    path = {"panda": os.path.join(ERD, "panda_description", "urdf", "panda.urdf"),
+            "talos": os.path.join(ERD, "talos_data", "robots", "talos_full_v2.urdf")}
+    r = World(0.001).add_articulated_system(load_urdf(path.get(urdf) or robot(urdf)))
+    plan = r.mimics_only()
+    assert plan is not None and len(plan[0]) == len(r.constraints) >= 1
+    rng = np.random.default_rng(8)
+    for _ in range(10):
+        q, u = random_state(r.model, rng)
+        r.set_state(q, u)
+        factor = Factorized(r.get_mass_matrix() + np.diag(rng.uniform(0.0, 0.1, r.nv)))
+        u_star, beta_ = rng.standard_normal(r.nv), beta(rng.uniform(0.0, 2.0), 0.001)
+        got = Elimination.of_mimics(r.q, plan, factor, u_star, beta_)
+        J, e, _ = constraint_rows_in_python(r)
+        want = Elimination(J, e, factor, u_star, beta_)
+        assert got.e_all.tobytes() == e.tobytes()
+        for name in ("J_all", "MinvJT_all", "kept", "J", "MinvJT", "lambda0", "u0"):
+            assert getattr(got, name).tobytes() == getattr(want, name).tobytes(), name
+        assert got.D_chol.L.tobytes() == want.D_chol.L.tobytes()
+        assert got.J_all.tobytes() == J.tobytes()  # (the rows themselves too)

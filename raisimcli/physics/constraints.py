@@ -18,11 +18,13 @@ diagonal entry is dependent); the motion is the same and the load goes to the ke
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from raisimcli.jit import kernel
+from raisimcli.jit import carve, kernel
 from raisimcli.linalg import Cholesky, _cho_solve_rows, _cholesky, _mm, _mv, _pivoted_rank, \
     matmul
 from raisimcli.physics.step.contact_rows import _point_jacobian
@@ -144,9 +146,16 @@ def mimic_plan(constraints: list) -> tuple | None:
 def eliminate(system, stage, dt: float) -> None:
     """The elimination of `system`'s loop and mimic constraints for the step whose `stage`
     (its factor and u*) is made: stage.elimination, constraint_spans, and u_free = u_0 (what
-    ArticulatedSystem.prepare_step and the lean step both do)."""
-    J, e, spans = constraint_rows(system)
-    elim = Elimination(J, e, stage.factor, stage.u_star, beta(system.constraint_erp, dt))
+    ArticulatedSystem.prepare_step and the lean step both do). Mimics alone: their rows and
+    the elimination in one compiled call (Elimination.of_mimics)."""
+    beta_ = beta(system.constraint_erp, dt)
+    mimics = system.mimics_only()
+    if mimics is not None:
+        elim = Elimination.of_mimics(system.q, mimics, stage.factor, stage.u_star, beta_)
+        spans = list(mimics[0])
+    else:
+        J, e, spans = constraint_rows(system)
+        elim = Elimination(J, e, stage.factor, stage.u_star, beta_)
     stage.elimination, stage.constraint_spans, stage.u_free = elim, spans, elim.u0
 
 
@@ -323,32 +332,174 @@ def _recovered(lambda0, kept, DinvJY, lambda_c, m, J, v, lam, generalized):
         generalized[c] = s
 
 
+def packed_size(k: int, nv: int) -> int:
+    """The length of an Elimination's EF for k rows over nv columns: slots for its kept rows J
+    (k nv), D's factor (k k), M~^-1 J^T of the kept rows (nv k), each carved with the kept
+    number r <= k, lambda_0 (k), every row (k nv), M~^-1 J^T of every row (nv k), and the
+    constraints' impulses that step/alone.py's _impulse_step recovers after its solve (k)."""
+    return 4 * k * nv + k * k + 2 * k
+
+
+_SCRATCH = threading.local()  # per thread: (k, nv) -> _eliminate_packed's scratch
+
+
+def _scratch(k: int, nv: int) -> np.ndarray:
+    """_eliminate_packed's scratch for k rows over nv columns, made once per size and thread
+    (each of its arrays is written before it is read in a call)."""
+    cache = getattr(_SCRATCH, "by_size", None)
+    if cache is None:
+        cache = _SCRATCH.by_size = {}
+    W = cache.get((k, nv))
+    if W is None:
+        if len(cache) >= 64:
+            cache.clear()
+        W = cache[(k, nv)] = np.empty(4 * k * k + 2 * k * nv + 2 * k)
+    return W
+
+
+@kernel
+def _eliminate_packed(L, J, e, u_star, beta_, tolerance, W, EF, EI, u0):
+    """_eliminate with its scratch carved from W (_scratch) and its results packed into EF
+    (packed_size's slots: the kept rows' J, D's factor and M~^-1 J^T, each C-contiguous with r
+    rows or columns, then lambda_0, every row J and M~^-1 J^T) and EI = [k, r, kept (r), the
+    pivots' other rows]; u0 (nv,) is u_0. The kept rows are gathered from J_kept and
+    MinvJT_kept (equal to J and M~^-1 J^T's columns when every row is kept). Returns (r, the
+    factor's info)."""
+    k, nv = J.shape
+    a = 0
+    D = carve(W, a, (k, k))
+    a += k * k
+    work = carve(W, a, (k, k))
+    a += k * k
+    D_kept = carve(W, a, (k, k))
+    a += k * k
+    L_D = carve(W, a, (k, k))
+    a += k * k
+    J_kept = carve(W, a, (k, nv))
+    a += k * nv
+    MinvJT_kept = carve(W, a, (nv, k))
+    a += nv * k
+    rhs = carve(W, a, (1, k))
+    a += k
+    lam0 = carve(W, a, (k, 1))
+    b = 2 * k * nv + k * k  # lambda_0, then every row's J and M~^-1 J^T
+    lambda0 = EF[b:b + k]
+    J_all = carve(EF, b + k, (k, nv))
+    MinvJT = carve(EF, b + k + k * nv, (nv, k))
+    for i in range(k):
+        for c in range(nv):
+            J_all[i, c] = J[i, c]
+        for j in range(k):
+            L_D[i, j] = 0.0
+    rank, info = _eliminate(L, J_all, e, u_star, beta_, tolerance, MinvJT, D, work, EI[2:],
+                            J_kept, MinvJT_kept, D_kept, L_D, rhs, lam0, lambda0, u0)
+    EI[0], EI[1] = k, rank
+    EJ = carve(EF, 0, (rank, nv))
+    LDk = carve(EF, k * nv, (rank, rank))
+    MK = carve(EF, k * nv + k * k, (nv, rank))
+    for i in range(rank):
+        for c in range(nv):
+            EJ[i, c] = J_kept[i, c]
+        for j in range(rank):
+            LDk[i, j] = L_D[i, j]
+    for c in range(nv):
+        for j in range(rank):
+            MK[c, j] = MinvJT_kept[c, j]
+    return rank, info
+
+
+@kernel
+def _eliminate_mimics(q, follower_u, leader_u, follower_q, leader_q, multiplier, offset, L, e,
+                      u_star, beta_, tolerance, W, EF, EI, u0):
+    """The rows of mimic constraints (_mimic_rows, J into EF's slot of every row, e into e),
+    then _eliminate_packed of them."""
+    k, nv = follower_u.shape[0], u_star.shape[0]
+    J = carve(EF, 2 * k * nv + k * k + k, (k, nv))
+    _mimic_rows(q, follower_u, leader_u, follower_q, leader_q, multiplier, offset, J, e)
+    return _eliminate_packed(L, J, e, u_star, beta_, tolerance, W, EF, EI, u0)
+
+
 class Elimination:
-    """The elimination of one step: built from J, e, the factorised M~ and u*."""
+    """The elimination of one step: built from J, e, the factorised M~ and u*, in one compiled
+    call (_eliminate_packed) whose results are packed in EF and EI (the layout that
+    raisimcli.physics.step.alone's _impulse_step reads); J, MinvJT, D_chol, kept, lambda0,
+    J_all and MinvJT_all are views of them, made when first read."""
 
     def __init__(self, J: np.ndarray, e: np.ndarray, factor, u_star: np.ndarray, beta_: float):
         k, nv = J.shape
-        self.J_all = J = np.ascontiguousarray(J, dtype=np.float64)
-        self.e_all = e
-        MinvJT, D = np.empty((nv, k)), np.empty((k, k))
-        J_kept, MinvJT_kept, D_kept = np.empty((k, nv)), np.empty((nv, k)), np.empty((k, k))
-        L_D, lam0, lambda0, u0 = np.zeros((k, k)), np.empty((k, 1)), np.empty(k), np.empty(nv)
-        perm = np.empty(k, dtype=np.int64)
-        rank, info = _eliminate(factor.lower, J, np.ascontiguousarray(e, dtype=np.float64),
-                                u_star, float(beta_), RANK_TOLERANCE, MinvJT, D, np.empty((k, k)),
-                                perm, J_kept, MinvJT_kept, D_kept, L_D, np.empty((1, k)), lam0,
-                                lambda0, u0)
-        self.MinvJT_all = MinvJT  # M~^-1 J^T, (nv, k)
-        self.kept = perm[:rank]  # (sorted by _eliminate)
-        if rank == k:  # every row independent (a loop in space; a planar one has a
-            # dependent row): no copies
-            self.J, self.MinvJT = J, MinvJT
-        else:
-            self.J, self.MinvJT = J_kept[:rank], MinvJT_kept[:, :rank]
-        self.D_chol = Cholesky.of_factor(np.ascontiguousarray(L_D[:rank, :rank]), info)
-        self._MinvJT_c = None  # a C-contiguous MinvJT, made by response when first needed
-        self.lambda0 = lambda0
-        self.u0 = u0
+        self._arrays(k, nv, e)
+        self.rank, self.info = _eliminate_packed(
+            factor.lower, np.ascontiguousarray(J, dtype=np.float64),
+            np.ascontiguousarray(e, dtype=np.float64), u_star, float(beta_), RANK_TOLERANCE,
+            _scratch(k, nv), self.EF, self.EI, self.u0)
+
+    @classmethod
+    def of_mimics(cls, q: np.ndarray, plan: tuple, factor, u_star: np.ndarray,
+                  beta_: float) -> "Elimination":
+        """The elimination of mimic constraints alone at configuration q (`plan`: mimic_plan's),
+        their rows made in the same compiled call (_eliminate_mimics): what Elimination gives
+        from constraint_rows' J and e."""
+        _, fu, lu, fq, lq, multiplier, offset = plan
+        self = cls.__new__(cls)
+        k, nv = fu.shape[0], u_star.shape[0]
+        self._arrays(k, nv, np.empty(k))
+        self.rank, self.info = _eliminate_mimics(
+            q, fu, lu, fq, lq, multiplier, offset, factor.lower, self.e_all, u_star, float(beta_),
+            RANK_TOLERANCE, _scratch(k, nv), self.EF, self.EI, self.u0)
+        return self
+
+    def _arrays(self, k: int, nv: int, e: np.ndarray) -> None:
+        """The sizes, the errors e and the arrays the compiled call writes."""
+        self.k, self.nv, self.e_all = k, nv, e
+        self.EF, self.EI = np.empty(packed_size(k, nv)), np.empty(2 + k, np.int64)
+        self.u0 = np.empty(nv)
+
+    @cached_property
+    def kept(self) -> np.ndarray:
+        """The kept (independent) rows, sorted."""
+        return self.EI[2:2 + self.rank]
+
+    @cached_property
+    def J(self) -> np.ndarray:
+        """The kept rows (r, nv)."""
+        return self.EF[:self.rank * self.nv].reshape(self.rank, self.nv)
+
+    @cached_property
+    def D_chol(self) -> Cholesky:
+        """D's factor over the kept rows."""
+        a, r = self.k * self.nv, self.rank
+        return Cholesky.of_factor(self.EF[a:a + r * r].reshape(r, r), self.info)
+
+    @cached_property
+    def MinvJT(self) -> np.ndarray:
+        """M~^-1 J^T of the kept rows, (nv, r)."""
+        a = self.k * self.nv + self.k * self.k
+        return self.EF[a:a + self.nv * self.rank].reshape(self.nv, self.rank)
+
+    @cached_property
+    def lambda0(self) -> np.ndarray:
+        """lambda_0 of every row (k,): 0 for a dropped one."""
+        a = 2 * self.k * self.nv + self.k * self.k
+        return self.EF[a:a + self.k]
+
+    @cached_property
+    def J_all(self) -> np.ndarray:
+        """Every row (k, nv)."""
+        a = 2 * self.k * self.nv + self.k * self.k + self.k
+        return self.EF[a:a + self.k * self.nv].reshape(self.k, self.nv)
+
+    @cached_property
+    def impulses_solved(self) -> np.ndarray:
+        """The constraints' impulses (k,) that step/alone.py's _impulse_step recovered after
+        its solve (equation 2; written there, not here)."""
+        a = 4 * self.k * self.nv + self.k * self.k + self.k
+        return self.EF[a:a + self.k]
+
+    @cached_property
+    def MinvJT_all(self) -> np.ndarray:
+        """M~^-1 J^T of every row, (nv, k)."""
+        a = 3 * self.k * self.nv + self.k * self.k + self.k
+        return self.EF[a:a + self.nv * self.k].reshape(self.nv, self.k)
 
     def _solve_D(self, rhs):
         if rhs.size == 0:
@@ -361,11 +512,9 @@ class Elimination:
         r, (nv, m) = len(self.kept), Y.shape
         if not r or m == 0:
             return Y, np.zeros((r, m))
-        if self._MinvJT_c is None:
-            self._MinvJT_c = np.ascontiguousarray(self.MinvJT)
         out, DinvJY = np.empty((nv, m)), np.empty((r, m))
         _response(self.J, np.ascontiguousarray(Y, dtype=np.float64), self.D_chol.L,
-                  self._MinvJT_c, np.empty((r, m)), np.empty((m, r)), DinvJY, np.empty((nv, m)),
+                  self.MinvJT, np.empty((r, m)), np.empty((m, r)), DinvJY, np.empty((nv, m)),
                   out)
         return out, DinvJY
 

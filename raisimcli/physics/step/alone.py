@@ -45,25 +45,34 @@ def _g_at(m: int, nv: int, nb: int, nc: int) -> int:
     return 2 * nc + 12 * nv + m * nv + 3 * m + nb + nc + nv * m + 2 * m * m + m + 15
 
 
-def _workspace(m: int, nv: int, nb: int, nc: int, ns: int) -> tuple:
+def _workspace(m: int, nv: int, nb: int, nc: int, ns: int, k: int) -> tuple:
     """The memory integrate2_alone's loops write and read (their scratch and the rows), for m
-    rows over nv columns, nb joint-row blocks, nc contacts and ns sources: (a float buffer, an
-    integer buffer, which _impulse_step carves into its arrays, and the views g (ns, nv) and
-    nonzero (ns,) of the impulses by source in them), made once per size and thread, and reused
-    (each array is written before it is read in a step; none outlives it)."""
+    rows over nv columns, nb joint-row blocks, nc contacts, ns sources and k constraint rows:
+    (a float buffer, an integer buffer, which _impulse_step carves into its arrays, the views g
+    (ns, nv) and nonzero (ns,) of the impulses by source in them, and with constraints the view
+    of the slot of D^-1 J Y (k m)), made once per size and thread, and reused (each array is
+    written before it is read in a step; none outlives it)."""
     cache = getattr(_WORKSPACES, "by_size", None)
     if cache is None:
         cache = _WORKSPACES.by_size = {}
-    key = (m, nv, nb, nc, ns)
+    key = (m, nv, nb, nc, ns, k)
     ws = cache.get(key)
     if ws is None:
         if len(cache) >= 256:
             cache.clear()
         g_at = _g_at(m, nv, nb, nc)
-        F = np.empty(g_at + 2 * ns * nv + 2 * nv)
+        c_at = g_at + 2 * ns * nv + 2 * nv  # the constraints' part (_impulse_step's order)
+        F = np.empty(c_at + (_constrained_size(m, nv, ns, k) if k else 0))
         I = np.empty(nc + 2 * (nb + nc) + ns, dtype=np.int64)  # noqa: E741
-        ws = cache[key] = (F, I, F[g_at:g_at + ns * nv].reshape(ns, nv), I[nc + 2 * (nb + nc):])
+        ws = cache[key] = (F, I, F[g_at:g_at + ns * nv].reshape(ns, nv), I[nc + 2 * (nb + nc):],
+                           F[c_at + nv:c_at + nv + k * m])
     return ws
+
+
+def _constrained_size(m: int, nv: int, ns: int, k: int) -> int:
+    """The floats _impulse_step carves after its other arrays for k constraint rows (with m
+    rows, nv columns and ns sources)."""
+    return nv + k * m + k + 2 * k * m + 2 * nv * m + (ns + 1) * nv
 
 
 @kernel
@@ -85,9 +94,10 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     by source and the integration's indices come packed (_packed_rows: RF their floats, RI
     their integers, made once per row structure). The scratch, the rows and g, nonzero are
     carved from F and I (_workspace). With loop or mimic constraints, EF and EI hold their
-    elimination (_packed_elimination; else both are empty): the solve then takes the
+    elimination (constraints.Elimination's; else both are empty): the solve then takes the
     constrained response (constraints' _response, with u* the elimination's u_0), the
-    constraints' impulses are recovered after it (_recovered, into EF) and their generalized
+    constraints' impulses are recovered after it (_recovered, into EF's last slot) and their
+    generalized
     impulse is the table's "constraints" row after the sources', as
     ArticulatedSystem.finish_step makes them. Returns the sweeps."""
     nc, nv = distance.shape[0], u.shape[0]
@@ -136,6 +146,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     a += ns * nv
     u_bar = F[a:a + nv]
     du = F[a + nv:a + 2 * nv]
+    a += 2 * nv
     first_rows = I[0:nc]
     start = I[nc:nc + nb + nc]
     kind = I[nc + nb + nc:nc + 2 * (nb + nc)]
@@ -162,29 +173,30 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
             first = f
     _cho_solve_rows(L, J, 0, response, 0, first)
     constrained = EI.shape[0] > 0
-    if constrained:  # (_packed_elimination's layout)
+    if constrained:  # (constraints.packed_size's slots, each carved with r kept rows)
         k_c, r = EI[0], EI[1]
         kept = EI[2:2 + r]
-        a = 0
-        EJ = carve(EF, a, (r, nv))
-        a += r * nv
-        L_D = carve(EF, a, (r, r))
-        a += r * r
-        MinvJT = carve(EF, a, (nv, r))
-        a += nv * r
-        lambda0 = EF[a:a + k_c]
+        EJ = carve(EF, 0, (r, nv))
+        L_D = carve(EF, k_c * nv, (r, r))
+        MinvJT = carve(EF, k_c * nv + k_c * k_c, (nv, r))
+        e0 = 2 * k_c * nv + k_c * k_c
+        lambda0 = EF[e0:e0 + k_c]
+        J_all = carve(EF, e0 + k_c, (k_c, nv))
+        e0 += k_c + 2 * k_c * nv
+        lam_c = EF[e0:e0 + k_c]
+        # the constraints' part of F (_workspace's order): their generalized impulse, and
+        # D^-1 J Y, which integrate2_alone reads from it
+        generalized = F[a:a + nv]
+        a += nv
+        DinvJY = carve(F, a, (r, m))
+        a += k_c * m
+        v_c = F[a:a + r]
         a += k_c
-        J_all = carve(EF, a, (k_c, nv))
-        a += k_c * nv
-        JY, JYT = carve(EF, a, (r, m)), carve(EF, a + r * m, (m, r))
-        a += 2 * r * m
-        DinvJY, prod = carve(EF, a, (r, m)), carve(EF, a + r * m, (nv, m))
-        a += r * m + nv * m
-        constrained_response = carve(EF, a, (nv, m))
-        a += nv * m
-        v_c, lam_c, generalized = EF[a:a + r], EF[a + r:a + r + k_c], \
-            EF[a + r + k_c:a + r + k_c + nv]
-        impulses_c = carve(EF, a + r + k_c + nv, (ns + 1, nv))
+        JY, JYT = carve(F, a, (r, m)), carve(F, a + r * m, (m, r))
+        a += 2 * k_c * m
+        prod, constrained_response = carve(F, a, (nv, m)), carve(F, a + nv * m, (nv, m))
+        a += 2 * nv * m
+        impulses_c = carve(F, a, (ns + 1, nv))
         if r and m:  # (Elimination.response: M_c^-1 J^T, and D^-1 J Y)
             _response(EJ, response, L_D, MinvJT, JY, JYT, DinvJY, prod, constrained_response)
             response = constrained_response
@@ -285,34 +297,6 @@ def can_go_alone(systems, stages, contacts) -> bool:
 _NO_ELIMINATION = (np.zeros(0), np.zeros(0, dtype=np.int64))
 
 
-def _packed_elimination(elim, m: int, nv: int, ns: int) -> tuple:
-    """(EF, EI) of _impulse_step for a step's Elimination (raisimcli.physics.constraints) with m
-    rows and ns sources besides it: EI = [k, r, kept (r)], k constraint rows of which r are
-    kept; EF = its kept rows J (r, nv), D's factor (r, r), M~^-1 J^T of the kept rows (nv, r),
-    lambda_0 (k) and every row (k, nv), then the call's scratch and results: J Y, its
-    transpose, D^-1 J Y, a product, the constrained response, a vector (r), the constraints'
-    impulses (k), their generalized impulse (nv) and the impulses by source with theirs
-    ((ns + 1, nv))."""
-    k, r = elim.J_all.shape[0], elim.kept.shape[0]
-    EI = np.empty(2 + r, dtype=np.int64)
-    EI[0], EI[1] = k, r
-    EI[2:] = elim.kept
-    scratch = np.empty(3 * r * m + 2 * nv * m + r + k + nv + (ns + 1) * nv)
-    EF = np.concatenate((elim.J.ravel(), elim.D_chol.L.ravel(), elim.MinvJT.ravel(),
-                         elim.lambda0, elim.J_all.ravel(), scratch))  # (ravel: C order)
-    return EF, EI
-
-
-def _recovered_of(EF, EI, m: int, nv: int) -> tuple:
-    """(the constraints' impulses (k,), D^-1 J Y (r, m)) from the EF and EI that
-    _impulse_step wrote (_packed_elimination's layout), as copies."""
-    k, r = int(EI[0]), int(EI[1])
-    a = r * nv + r * r + nv * r + k + k * nv + 2 * r * m
-    DinvJY = EF[a:a + r * m].reshape(r, m).copy() if r and m else np.zeros((r, m))
-    a += r * m + 2 * nv * m + r
-    return EF[a:a + k].copy(), DinvJY
-
-
 def integrate2_alone(s, st, dt: float, contacts, warm_start):
     """integrate2_systems([s], ...) when can_go_alone: returns (row keys, impulses) for the next
     step's warm start."""
@@ -323,15 +307,15 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     lam = warm_start_impulses(warm_start, keys)
     if lam is None:
         lam = np.zeros(m)
-    F, I, g, nonzero = _workspace(m, nv, nb, nc, len(sources))  # noqa: E741
+    elim = st.elimination
+    F, I, g, nonzero, DinvJY = _workspace(  # noqa: E741
+        m, nv, nb, nc, len(sources), 0 if elim is None else elim.k)
     # these leave the step: the next state and the torque table
     u_next, q_next, table = np.empty(nv), np.empty(s.nq), np.empty((_TABLE_ROWS, nv))
     # the joint Jacobians are computed only when contacts need them
     views = s.point_jacobian_views() if nc else s.jacobian_views_unread()
     scheme = s.effective_scheme()
-    elim = st.elimination
-    EF, EI = _NO_ELIMINATION if elim is None else \
-        _packed_elimination(elim, m, nv, len(sources))
+    EF, EI = _NO_ELIMINATION if elim is None else (elim.EF, elim.EI)
     sweeps = _impulse_step(
         RF, RI, *views,
         contacts.bodies_a, contacts.points, contacts.frames, contacts.distance, contacts.params,
@@ -342,8 +326,10 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and nc else None
     point_loads = [loads] if loads is not None else []
     st.solver_impulses = lam
-    if elim is not None:
-        lam_constraints, st.constraint_recover = _recovered_of(EF, EI, m, nv)
+    if elim is not None:  # the constraints' impulses, and D^-1 J Y for finish_step's
+        lam_constraints = elim.impulses_solved
+        st.constraint_recover = DinvJY[:elim.rank * m].reshape(elim.rank, m).copy() \
+            if scheme == "RUNGE_KUTTA_4" else None
     if scheme == "RUNGE_KUTTA_4":  # the four stages (finish_step) from the solved impulses
         by_source = {source: g[n].copy() for n, source in enumerate(sources) if nonzero[n]}
         s.finish_step(dt, st, u_next, by_source, point_loads, int(sweeps), bool(nc))
