@@ -136,6 +136,20 @@ def _setup(case, w):
         tau = np.zeros(r.nv)
         tau[6] = 2.0
         r.set_generalized_force(tau)
+    elif case == "gripper":  # a mimic alone, its fingers pushed against their limits: the
+        # elimination beside limit and friction rows
+        r = w.add_articulated_system(robot("gripper.urdf"))
+        r.set_control_mode("FORCE_AND_TORQUE")
+        r.set_generalized_force(np.array([3.0, 0.0]))
+    elif case == "hand_in_air":  # a floating palm falling, its mimic fingers under PD within
+        # their limits: the elimination without any row, under TRAPEZOID, inverse dynamics on
+        r = w.add_articulated_system(load_urdf_string(HAND, path=robot("hand.urdf")))
+        q_ref = r.get_generalized_coordinate()
+        q_ref[7] = 0.015
+        r.set_pd_gains(np.full(r.nv, 20.0), np.full(r.nv, 0.5))
+        r.set_pd_target(q_ref, np.zeros(r.nv))
+        r.set_integration_scheme("TRAPEZOID")
+        r.set_compute_inverse_dynamics(True)
     elif case == "fivebar_under_pd":  # two loops, a joint under PD
         r = w.add_articulated_system(robot("fivebar_leg.urdf"))
         q_ref = r.get_generalized_coordinate()
@@ -231,7 +245,7 @@ def _same_system(ra, rb):
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
                                   "self_collision", "arm_pushed", "drop_pushed", "drop_rk4",
                                   "arm_rk4", "spring_rk4", "quadruped_onto_gripper",
-                                  "spherical"])
+                                  "spherical", "gripper", "hand_in_air"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken, apart = [], []
@@ -292,10 +306,11 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
     if case == "one_onto_another":  # the robots touched: the general path solved them together
         assert robots_touched and not any(apart)  # (always near: the general detection)
     staged = [constrained for from_stage, constrained in general if from_stage]
-    if case in ("fourbar", "fivebar_under_pd"):  # no row besides the loops': no problem
+    if case in ("fourbar", "fivebar_under_pd", "hand_in_air"):  # no row besides the
+        # constraints': no problem
         assert len(without_rows) == 400 and not staged and not eliminated
     elif case in ("gripper_on_quadruped", "gripper_rk4", "fourbar_friction",
-                  "hand_on_ground"):  # the joints' rows too (the fingers' limits, the
+                  "hand_on_ground", "gripper"):  # the joints' rows too (the fingers' limits, the
         # friction), and the contacts: step/alone.py's call with the elimination, every step
         assert len(eliminated) == 400 and not staged and not without_rows
     elif case == "self_collision":  # once the fingers touch: the general path's problem

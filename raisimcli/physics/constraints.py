@@ -340,6 +340,11 @@ def packed_size(k: int, nv: int) -> int:
     return 4 * k * nv + k * k + 2 * k
 
 
+def scratch_size(k: int, nv: int) -> int:
+    """The length of _eliminate_packed's scratch W for k rows over nv columns."""
+    return 4 * k * k + 2 * k * nv + 2 * k
+
+
 _SCRATCH = threading.local()  # per thread: (k, nv) -> _eliminate_packed's scratch
 
 
@@ -353,7 +358,7 @@ def _scratch(k: int, nv: int) -> np.ndarray:
     if W is None:
         if len(cache) >= 64:
             cache.clear()
-        W = cache[(k, nv)] = np.empty(4 * k * k + 2 * k * nv + 2 * k)
+        W = cache[(k, nv)] = np.empty(scratch_size(k, nv))
     return W
 
 

@@ -208,7 +208,8 @@ def step(world, warm_start):
         s = systems[0]
         if s.integrate1_pending:
             return None
-        if world.quick and not s.constraints:  # (loops and mimics: the lean path's)
+        if world.quick and (not s.constraints or s.mimics_only() is not None):  # (loops:
+            # the lean path's)
             done = quick.step(world, s, warm_start)
             if done is not None:
                 return done

@@ -21,18 +21,21 @@ between them and most of their arguments:
   contacts. The contacts are a ContactSet (`PackedContacts`) whose arrays are views of it, made
   when first read. The arrays are reused once nothing holds them (QuickScratch.results).
 
-`step` takes the step when the world holds one robot with neither loop nor mimic constraints nor
-spherical joints, under any scheme but RUNGE_KUTTA_4, and its contacts (if any) are with the
-ground alone (no static box, no self-collision); `step_apart` when it holds several such robots
-on the ground, apart (ContactWorld.robots_apart, the test of detect_apart), with one call per
-robot, whose results become the state once every robot's call is made and the robots are found
-apart. A step without any row (no contact, no joint at a limit, no joint friction) takes u* as
-u_{t+1}, as ArticulatedSystem.finish_step does. Otherwise, or when the compiled call finds what
-only the other path handles (a shape near the ground that is not a sphere, M~ not positive
-definite), it returns None and lean.step takes the step from the start:
-Pinocchio's results are recomputed, with the same bits. After such a step the next `_BACK_OFF`
-steps go to lean.step directly (a robot whose box sits on the ground would otherwise pay for both
-paths at every step).
+`step` takes the step when the world holds one robot with neither loop constraints nor spherical
+joints, under any scheme but RUNGE_KUTTA_4 after spec step 6's replacement rules, and its contacts
+(if any) are with the ground alone (no static box, no self-collision); `step_apart` when it holds
+several such robots on the ground, apart (ContactWorld.robots_apart, the test of detect_apart),
+with one call per robot, whose results become the state once every robot's call is made and the
+robots are found apart. A robot whose constraints are all mimics gets their rows and their
+elimination in the call (constraints._eliminate_mimics, as Elimination.of_mimics), then the
+constrained solve of _impulse_step; their impulses and errors go into OF
+(ArticulatedSystem.constraint_report's arrays). A step without any row (no contact, no joint at a
+limit, no joint friction) takes u* (u_0 with mimics) as u_{t+1}, as ArticulatedSystem.finish_step
+does. Otherwise, or when the compiled call finds what only the other path handles (a shape near the
+ground that is not a sphere, M~ not positive definite), it returns None and lean.step takes the
+step from the start: Pinocchio's results are recomputed, with the same bits. After such a step the
+next `_BACK_OFF` steps go to lean.step directly (a robot whose box sits on the ground would
+otherwise pay for both paths at every step).
 """
 
 from __future__ import annotations
@@ -45,9 +48,12 @@ from numba import types
 from raisimcli.jit import ArrayTable, carve, kernel, table_view
 from raisimcli.physics.collision import _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
+from raisimcli.physics.constraints import RANK_TOLERANCE, _eliminate_mimics, _recovered, beta, \
+    packed_size, scratch_size
 from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
     ContactSet
-from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _g_at, _impulse_step
+from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _constrained_size, _g_at, \
+    _impulse_step
 from raisimcli.physics.step.contact_solver import SCALAR
 from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.joint_rows import ABOVE, BELOW, FAST_UP, FREE
@@ -86,7 +92,7 @@ _ints_of, _floats_of, _states_of = table_view(_INTS), table_view(_FLOATS), table
 @kernel
 def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, ground_params,
            bounds, row, M_upper, h_pin, u_pin, q, u, stall, prev_codes, prev_lam, prev_m, pin_at,
-           OF, OI):
+           beta_, OF, OI):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with the ground query, computeJointJacobians (J_world, the
     placements pl_R, pl_T); the ground query (at `height`, with the contact world's `margin`)
@@ -97,7 +103,8 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     (prev_lam is a quick step's OF), else from 0. `arrays`: QuickScratch.arrays' table of
     pl_R, pl_T, J_world, the supports, QI, QF, the system's commands
     (raisimcli.physics.commands; its views' starts in _stage's I), its joints' states, and the
-    robot's shapes rs_I, rs_F. The robot's constant arrays come packed (QuickScratch): QI is BI
+    robot's shapes rs_I, rs_F, and its mimic constraints' MI, MF (QuickScratch; with `beta_`,
+    their error-correction rate). The robot's constant arrays come packed (QuickScratch): QI is BI
     (its header, _stage's I, the integration's integ_at and integ, Pinocchio's q_to_pin, the
     conventions' block_q) then the integer scratch WI; QF is BF (_stage's C, each joint's
     friction bound per second, the ground's contact frame, the back-EMF damping) then the float
@@ -111,6 +118,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     QI, QF = _ints_of(arrays, 4), _floats_of(arrays, 5)
     commands, states = _floats_of(arrays, 6), _states_of(arrays, 7)
     rs_I, rs_F = _ints_of(arrays, 8), _floats_of(arrays, 9)
+    MI, MF = _ints_of(arrays, 10), _floats_of(arrays, 11)
     u_bar_rule = (flags >> 5) & 3
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
@@ -161,6 +169,28 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
                   back_emf, SF, q_err, act, states)
     if info != 0:
         return NOT_DEFINITE, 0, 0, 0, 0
+    # _stage's results that the steps below read
+    a = 3 * n * n + 7 * n
+    M_end = a + n * n
+    spring_err, tau_cmd = SF[M_end + n:M_end + 2 * n], SF[M_end + 2 * n:M_end + 3 * n]
+    b = SF[M_end + 3 * n:M_end + 4 * n]
+    u_star = SF[M_end + 4 * n + n * n:M_end + 5 * n + n * n]
+    tau_ext = SF[2 * n * n + 6 * n:2 * n * n + 7 * n]
+    tau_act = act[5 * n_act:5 * n_act + n]
+    L = carve(SF, M_end + 4 * n, (n, n))
+    # mimic constraints: their rows and elimination (constraints.Elimination.of_mimics, in
+    # MF's slots: the errors e, u_0, EF, the scratch), the solver's start u_0 instead of u*
+    kc = MI[0]
+    EI, EF = MI[0:0], MF[0:0]
+    u_free = u_star
+    if kc:
+        EI = MI[1 + 4 * kc:3 + 5 * kc]
+        EF = MF[3 * kc + n:3 * kc + n + 4 * kc * n + kc * kc + 2 * kc]  # (packed_size)
+        u_free = MF[3 * kc:3 * kc + n]
+        _eliminate_mimics(q, MI[1:1 + kc], MI[1 + kc:1 + 2 * kc], MI[1 + 2 * kc:1 + 3 * kc],
+                          MI[1 + 3 * kc:1 + 4 * kc], MF[0:kc], MF[kc:2 * kc], L,
+                          MF[2 * kc:3 * kc], u_star, beta_, RANK_TOLERANCE,
+                          MF[3 * kc + n + EF.shape[0]:], EF, EI, u_free)
     # the joint rows (JointRowTable._build: position limits, velocity limits, then friction)
     n_lim, n_vel, n_fric = 0, 0, 0
     for k in range(nj):
@@ -172,21 +202,25 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
             n_fric += 1
     m0 = n_lim + n_vel + n_fric
     m = m0 + 3 * nc
-    # _stage's results that the steps below read
-    a = 3 * n * n + 7 * n
-    M_end = a + n * n
-    spring_err, tau_cmd = SF[M_end + n:M_end + 2 * n], SF[M_end + 2 * n:M_end + 3 * n]
-    b = SF[M_end + 3 * n:M_end + 4 * n]
-    u_star = SF[M_end + 4 * n + n * n:M_end + 5 * n + n * n]
-    tau_ext = SF[2 * n * n + 6 * n:2 * n * n + 7 * n]
-    tau_act = act[5 * n_act:5 * n_act + n]
-    if m == 0:  # no row: u_{t+1} = u*, then spec step 6 and the table without impulses, the
-        # loops of _impulse_step after its solve (ArticulatedSystem.finish_step's results)
+    c_out = carve(OF, c0 + _PER_CONTACT * emax + n, (2 * kc, 3))  # (QuickScratch.at_constraints)
+    if m == 0:  # no row: u_{t+1} = u* (u_0 with constraints), then spec step 6 and the table
+        # without impulses (with constraints: theirs, lambda_0), the loops of _impulse_step
+        # after its solve (ArticulatedSystem.finish_step's results)
         FI = W[ls:]
         for i in range(n):
-            u_next[i] = u_star[i]
-        _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
-                 k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
+            u_next[i] = u_free[i]
+        if kc:  # (Elimination.impulses of no row: lambda_0 and J^T lambda_0)
+            e0, r = 2 * kc * n + kc * kc, EI[1]
+            generalized = carve(FI, 2 * n, (1, n))
+            _recovered(EF[e0:e0 + kc], EI[2:2 + r], carve(FI, 0, (r, 0)), FI[0:0], 0,
+                       carve(EF, e0 + kc, (kc, n)), FI[3 * n:3 * n + r],
+                       EF[e0 + kc + 2 * kc * n:e0 + 2 * kc + 2 * kc * n], generalized[0])
+            _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
+                     k_s, spring_err, tau_ext, generalized, FI[0:n], FI[n:2 * n], q_next, table)
+            _mimic_report(EF, MF[2 * kc:3 * kc], n, c_out)
+        else:
+            _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
+                     k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
         if bq.shape[0] or flags >> 4 & 1:  # (else the call has nothing to write, and making
             # it cost a fixed base's step 0.2 us: its arguments' views)
             _next_inputs(q_next, u_next, q_to_pin, bq, bu, QF[pin_at:],
@@ -295,14 +329,15 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     for i in range(integ.shape[0]):
         RI[lr + 7 + i] = integ[i]
     # spec steps 4-6 and 5's table (alone._impulse_step, in _workspace's layout)
-    L = carve(SF, M_end + 4 * n, (n, n))
     FI = W[ls + m0max * n + 4 * m0max:]
     II = WI[3 + 2 * m0max + m0max + 3 * emax + 4 + 7 + integ.shape[0]:]
     sweeps = _impulse_step(RF, RI, J_world, pl_T, supports, bu, R, bodies, points, frames,
                            distance, params, impulse, impulse_contact, velocity_contact,
-                           target_c, L, q, u, u_star, lam, max_iterations, tolerance, dt,
+                           target_c, L, q, u, u_free, lam, max_iterations, tolerance, dt,
                            u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
-                           FI, II, u_next, q_next, table, FI[0:0], II[0:0])
+                           FI, II, u_next, q_next, table, EF, EI)
+    if kc:
+        _mimic_report(EF, MF[2 * kc:3 * kc], n, c_out)
     force = carve(OF, c0 + _C_FORCE * nc, (nc, 3))
     for e in range(nc):  # (ContactSet.loads_on's vectors: numpy's impulse / dt, entry by entry)
         for i in range(3):
@@ -321,6 +356,21 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
         _next_inputs(q_next, u_next, q_to_pin, bq, bu, QF[pin_at:], OF[c0 + _PER_CONTACT * emax:],
                      flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
     return DONE, nc, m, sweeps, mask
+
+
+@kernel
+def _mimic_report(EF, e, n, out):
+    """ArticulatedSystem.constraint_report of mimics into out (2 k, 3): rows 0..k-1 the
+    constraints' impulses (lambda, 0, 0) from EF's slot of those recovered after the solve
+    (constraints.packed_size), rows k..2k-1 their errors (e, 0, 0)."""
+    k = e.shape[0]
+    a = 4 * k * n + k * k + k
+    for r in range(k):
+        for i in range(3):
+            out[r, i] = 0.0
+            out[k + r, i] = 0.0
+        out[r, 0] = EF[a + r]
+        out[k + r, 0] = e[r]
 
 
 @kernel
@@ -377,7 +427,20 @@ class QuickScratch:
         BF = np.concatenate([stage_C, fric, _UP_FRAME.reshape(-1), tr.back_emf]) \
             .astype(np.float64)  # (not the stall torques: the bus voltage's setter makes them)
         ls = 5 * nv * nv + 12 * nv
-        nf = _g_at(mmax, nv, m0max, emax) + 2 * len(_SOURCES) * nv + 2 * nv
+        # mimic constraints (all of its constraints mimics; else it has none, or the quick
+        # step does not take it): MI = [k, follower_u, leader_u, follower_q, leader_q, EI
+        # (2 + k)], MF = [multiplier, offset, e (k), u_0 (nv), EF (packed_size), the scratch]
+        plan = s.mimics_only()
+        self.n_constraints = len(s.constraints)
+        self.k = k = len(plan[0]) if plan is not None else 0
+        if k:
+            self.MI = np.concatenate([[k], *plan[1:5], np.zeros(2 + k)]).astype(np.int64)
+            self.MF = np.concatenate([*plan[5:7], np.zeros(k + nv + packed_size(k, nv) +
+                                                          scratch_size(k, nv))])
+        else:
+            self.MI, self.MF = np.zeros(1, dtype=np.int64), np.zeros(0)
+        nf = _g_at(mmax, nv, m0max, emax) + 2 * len(_SOURCES) * nv + 2 * nv + \
+            (_constrained_size(mmax, nv, len(_SOURCES), k) if k else 0)
         ni = emax + 2 * (m0max + emax) + len(_SOURCES)
         # QI: BI then the integer scratch; QF: BF then the float scratch (W)
         BI[12], BI[13] = BI.size, BF.size
@@ -401,13 +464,15 @@ class QuickScratch:
         self.tau_ext = self.QF[a:a + nv]  # (J^T F of the loads, in _stage's scratch)
         # the results: OF is q_next, u_next, q_err, the table, the actuators' block, the
         # impulses, the contacts' arrays, Pinocchio's acceleration of the step (written for
-        # inverse dynamics); OI the rows' codes, the contacts' bodies, shapes
+        # inverse dynamics), the mimics' impulses and errors (k, 3) each; OI the rows' codes,
+        # the contacts' bodies, shapes
         self.at_table = nq + 2 * nv
         self.at_act = self.at_table + _TABLE_ROWS * nv
         self.at_lam = self.at_act + 5 * n_act + nv
         self.at_contacts = self.at_lam + mmax
         self.at_acc = self.at_contacts + _PER_CONTACT * emax
-        self.n_of = self.at_acc + nv
+        self.at_constraints = self.at_acc + nv
+        self.n_of = self.at_constraints + 6 * self.k
         self.n_oi = mmax + 2 * emax
         self.pool: list[_Results] = []  # (results)
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
@@ -415,7 +480,7 @@ class QuickScratch:
         self.no_params, self.no_bounds = np.zeros((1, 5)), np.zeros((1, 6))
         # the views of Pinocchio's data the call reads (made at load, never rebound)
         self.eligible = s.placement_views is not None and s.has_jacobian_view and \
-            not conv.spherical
+            not conv.spherical and (plan is not None or not s.constraints)
         if self.eligible:
             J_world, origins, supports = s.jacobian_views_unread()[:3]
             try:
@@ -424,7 +489,8 @@ class QuickScratch:
                     (J_world, _JACOBIANS), (supports, _SUPPORTS), (self.QI, _INTS),
                     (self.QF, _FLOATS), (s.commands, _FLOATS), (jr.states, _STATES),
                     (rs.packed_I if rs is not None else self.QI, _INTS),
-                    (rs.packed_F if rs is not None else self.QF, _FLOATS)])
+                    (rs.packed_F if rs is not None else self.QF, _FLOATS),
+                    (self.MI, _INTS), (self.MF, _FLOATS)])
             except TypeError:  # (views of Pinocchio's data of other kinds: lean.step's)
                 self.eligible = False
         # the record of a step's results in OF (ArticulatedSystem.end_step's) but OF, by the mask
@@ -450,7 +516,8 @@ class QuickScratch:
             own = results.own  # contact blocks hold their steps' until their chunk is written)
             if getrefcount(results.OF) == own[0] and getrefcount(results.warm) == own[1] and \
                     getrefcount(results.OI) == own[2] and getrefcount(results.q) == own[3] and \
-                    getrefcount(results.u) == own[4] and getrefcount(results.pin) == own[5]:
+                    getrefcount(results.u) == own[4] and getrefcount(results.pin) == own[5] and \
+                    (not results.constraints or results.references() == own):
                 return results
         pooled = len(self.pool) < _POOL
         results = _Results(self, pooled)
@@ -462,7 +529,8 @@ class QuickScratch:
         """The record of end_step but its array, for the sources of _SOURCES whose bits are
         set in `mask`: (record_layout, its torque rows for TorqueTable, where the actuators'
         block starts, where the PD error starts)."""
-        names = _row_names(tuple(source for k, source in enumerate(_SOURCES) if mask >> k & 1))
+        names = _row_names(tuple(source for k, source in enumerate(_SOURCES) if mask >> k & 1) +
+                           (("constraints",) if self.k else ()))
         layout = self.record_layout(names)
         torque_at = {key[7:]: at for key, at in layout.items() if key.startswith("torque/")}
         return layout, torque_at, self.at_act, self.nq + self.nv
@@ -503,19 +571,23 @@ class _Results:
     step made (the state, the record, the World's warm start, the contacts) nor anything a user
     kept (a view, a ContactSet, the warm start) holds any of them any more."""
 
-    __slots__ = ("OF", "OI", "q", "u", "pin", "warm", "own")
+    __slots__ = ("OF", "OI", "q", "u", "pin", "warm", "constraints", "own")
 
     def __init__(self, qs: "QuickScratch", pooled: bool):
         self.OF, self.OI = np.empty(qs.n_of), np.empty(qs.n_oi, dtype=np.int64)
         self.q, self.u = self.OF[0:qs.nq], self.OF[qs.nq:qs.nq + qs.nv]
         self.pin = (self.q, self.u, None)
         self.warm = CodedWarmStart(qs, self.OI, self.OF, 0)
+        a, k = qs.at_constraints, qs.k  # the mimics' impulses and errors (with mimics)
+        self.constraints = (self.OF[a:a + 3 * k].reshape(k, 3),
+                            self.OF[a + 3 * k:a + 6 * k].reshape(k, 3)) if k else ()
         self.own = self.references() if pooled else None  # (only a pooled one is counted)
 
     def references(self) -> tuple:
         """The references to each of its objects, as QuickScratch.results counts them."""
         return (getrefcount(self.OF), getrefcount(self.warm), getrefcount(self.OI),
-                getrefcount(self.q), getrefcount(self.u), getrefcount(self.pin))
+                getrefcount(self.q), getrefcount(self.u), getrefcount(self.pin),
+                *(getrefcount(c) for c in self.constraints))
 
 
 class CodedWarmStart(WarmStart):
@@ -709,9 +781,10 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     the call returned), with nothing of the state changed, for _commit once every robot's call
     is made."""
     qs = s.step_scratch.get("quick")
-    if qs is None or qs.rs is not rs:
+    if qs is None or qs.rs is not rs or qs.n_constraints != len(s.constraints):
         qs = s.step_scratch["quick"] = QuickScratch(s, rs)
-    if not qs.eligible or s.constraints or s.scheme == "RUNGE_KUTTA_4":
+    scheme = s.effective_scheme()  # (spec step 6's replacement rules)
+    if not qs.eligible or scheme == "RUNGE_KUTTA_4":
         return None
     if alone and qs.back_off:
         qs.back_off -= 1
@@ -732,9 +805,6 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     if s.pending_loads:  # J^T F of the loads set for this step
         qs.tau_ext[:] = s.external_generalized_force()
         flags |= 8
-    scheme = s.scheme
-    if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
-        scheme = "SEMI_IMPLICIT"
     flags |= _U_BAR[scheme] << 5
     if warm_start.__class__ is CodedWarmStart and warm_start.scratch is qs:  # (_previous's)
         prev_codes, prev_lam = warm_start.packed
@@ -748,7 +818,8 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     answer = _quick(world.dt, h, margin, float(s.solver_tolerance), int(s.solver_max_iterations),
                     flags, qs.arrays.table, qs.R_none if R is None else R, params, bounds, row,
                     upper, h_pin, u_pin, s.q, s.u, s.transmission.stall, prev_codes, prev_lam,
-                    prev_m, qs.pin_at[qs.pin_slot], OF, OI)
+                    prev_m, qs.pin_at[qs.pin_slot],
+                    beta(s.constraint_erp, world.dt) if qs.k else 0.0, OF, OI)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
@@ -782,6 +853,8 @@ def _commit(dt, s, qs, results, rs, answer):
         qs.pin_slot ^= 1
     else:  # (pinocchio_inputs' when q is Pinocchio's coordinates, else made when asked)
         next_pin = results.pin if qs.q_is_pin else None
+    if qs.k:  # (ArticulatedSystem.constraint_report's, in OF)
+        s.constraint_impulses, s.constraint_errors = results.constraints
     # (the torque table, the actuators' states and the PD error: made from OF when read)
     s.end_step(dt, None, results.q, results.u, None, qs.no_actuators, point_loads, sweeps,
                nc > 0, start_pin, next_pin, acceleration, (OF, part))
