@@ -178,6 +178,20 @@ def _carved(typingctx, buffer, start, shape):
             strides.insert(0, stride)
             stride = builder.mul(stride, d)
         first = context.cast(builder, args[1], signature.args[1], types.intp)
+        if numba.config.BOUNDSCHECK:  # (NUMBA_BOUNDSCHECK=1: the view must lie in the buffer)
+            zero = context.get_constant(types.intp, 0)
+            end, bad = first, builder.icmp_signed("<", first, zero)
+            for d in dims:
+                bad = builder.or_(bad, builder.icmp_signed("<", d, zero))
+            size = context.get_constant(types.intp, 1)
+            for d in dims:
+                size = builder.mul(size, d)
+            end = builder.add(first, size)
+            n = cgutils.unpack_tuple(builder, src.shape, 1)[0]
+            bad = builder.or_(bad, builder.icmp_signed(">", end, n))
+            with cgutils.if_unlikely(builder, bad):
+                context.call_conv.return_user_exc(
+                    builder, IndexError, ("carve: the view does not lie in its buffer",))
         populate_array(view, data=builder.gep(src.data, [first]),
                        shape=cgutils.pack_array(builder, dims),
                        strides=cgutils.pack_array(builder, strides), itemsize=itemsize,
@@ -194,7 +208,9 @@ def _carved(typingctx, buffer, start, shape):
 # about 20 ns and whose code about 30 ms of a fresh environment's compile, at each of the many
 # places where the loops cut their packed arguments and scratch into matrices
 # (benchmarks/README.md). With NUMBA_DISABLE_JIT=1, where the loops run as Python, it is the
-# slice and reshape.
+# slice and reshape. With NUMBA_BOUNDSCHECK=1 (numba's check of every index; give it a cache
+# directory of its own, NUMBA_CACHE_DIR, so that no loop compiled without it is reused) a view
+# that does not lie within its buffer raises IndexError, as an index past an array's end does.
 carve = _carve_python if numba.config.DISABLE_JIT else _carved
 
 

@@ -45,3 +45,44 @@ def test_carve_as_python_is_the_slice_and_reshape():  # (NUMBA_DISABLE_JIT=1's c
 def test_carve_refuses_a_strided_buffer_when_compiled():
     with pytest.raises(numba.core.errors.TypingError):
         _carved(np.arange(60.0)[::2], 0, 2, 2, 0)
+
+
+_BOUNDS_CHECK = """
+import numba
+import numpy as np
+from raisimcli.jit import carve
+
+@numba.njit
+def view_sum(buffer, start, rows, cols):
+    v = carve(buffer, start, (rows, cols))
+    s = 0.0
+    for i in range(rows):
+        for j in range(cols):
+            s += v[i, j]
+    return s
+
+buffer = np.arange(10.0)
+print(view_sum(buffer, 4, 2, 3))  # entries 4..9: the last view that fits
+for start, rows, cols in ((5, 2, 3), (-1, 1, 1), (0, -1, 2)):
+    try:
+        view_sum(buffer, start, rows, cols)
+        print("no error")
+    except IndexError as e:
+        print(e)
+"""
+
+
+def test_a_carved_view_past_its_buffer_raises_under_numba_s_bounds_check(tmp_path):
+    # NUMBA_BOUNDSCHECK=1 (how the packed layouts of the step's loops are checked: the whole
+    # suite passes under it) makes carve check that its view lies within its buffer: one entry
+    # past the end, a negative start or a negative dimension raise IndexError; the view that
+    # ends at the last entry is fine. A cache directory of its own: no loop compiled without
+    # the check is reused
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _BOUNDS_CHECK], env=env, capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    assert out[0] == str(float(sum(range(4, 10))))
+    assert out[1:4] == ["carve: the view does not lie in its buffer"] * 3
