@@ -251,6 +251,25 @@ def _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, 
            table)
 
 
+@kernel
+def _advance_constrained(EF, EI, q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd,
+                         b, tau_act, k_s, spring_err, tau_ext, W, q_next, table):
+    """The end of a step whose only rows are its constraints' (nothing to solve: u_next is
+    u_0), as ArticulatedSystem.finish_step makes it: their impulses lambda_0 into EF's last slot
+    and their generalized impulse J^T lambda_0 (Elimination.impulses of no row: _recovered),
+    then _advance with it as the one source of impulses. EF, EI: the step's Elimination; W:
+    scratch (4 nv + k)."""
+    nv = u.shape[0]
+    k_c, r = EI[0], EI[1]
+    e0 = 2 * k_c * nv + k_c * k_c  # (constraints.packed_size's slots)
+    generalized = carve(W, 2 * nv, (1, nv))
+    _recovered(EF[e0:e0 + k_c], EI[2:2 + r], carve(W, 0, (r, 0)), W[0:0], 0,
+               carve(EF, e0 + k_c, (k_c, nv)), W[3 * nv:3 * nv + r],
+               EF[e0 + k_c + 2 * k_c * nv:e0 + 2 * k_c + 2 * k_c * nv], generalized[0])
+    _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act, k_s,
+             spring_err, tau_ext, generalized, W[0:nv], W[nv:2 * nv], q_next, table)
+
+
 def _plan(s, joint, contacts, nc: int) -> tuple:
     """What integrate2_alone derives from the rows' structure alone: (joint rows, contact keys,
     the rows' keys, sources, _packed_rows' RF and RI, the number of blocks of the joint rows,

@@ -48,12 +48,12 @@ from numba import types
 from raisimcli.jit import ArrayTable, carve, kernel, table_view
 from raisimcli.physics.collision import _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
-from raisimcli.physics.constraints import RANK_TOLERANCE, _eliminate_mimics, _recovered, beta, \
-    packed_size, scratch_size
+from raisimcli.physics.constraints import RANK_TOLERANCE, _eliminate_mimics, beta, packed_size, \
+    scratch_size
 from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
     ContactSet
-from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _constrained_size, _g_at, \
-    _impulse_step
+from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _advance_constrained, \
+    _constrained_size, _g_at, _impulse_step
 from raisimcli.physics.step.contact_solver import SCALAR
 from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.joint_rows import ABOVE, BELOW, FAST_UP, FREE
@@ -210,13 +210,8 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
         for i in range(n):
             u_next[i] = u_free[i]
         if kc:  # (Elimination.impulses of no row: lambda_0 and J^T lambda_0)
-            e0, r = 2 * kc * n + kc * kc, EI[1]
-            generalized = carve(FI, 2 * n, (1, n))
-            _recovered(EF[e0:e0 + kc], EI[2:2 + r], carve(FI, 0, (r, 0)), FI[0:0], 0,
-                       carve(EF, e0 + kc, (kc, n)), FI[3 * n:3 * n + r],
-                       EF[e0 + kc + 2 * kc * n:e0 + 2 * kc + 2 * kc * n], generalized[0])
-            _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
-                     k_s, spring_err, tau_ext, generalized, FI[0:n], FI[n:2 * n], q_next, table)
+            _advance_constrained(EF, EI, q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd,
+                                 kp, kd, b, tau_act, k_s, spring_err, tau_ext, FI, q_next, table)
             _mimic_report(EF, MF[2 * kc:3 * kc], n, c_out)
         else:
             _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
