@@ -306,12 +306,15 @@ def test_constraint_api_errors():
         q.add_mimic_constraint("elbow", "ball")
 
 
-@pytest.mark.parametrize("dependent", [0, 1, 2])
-def test_the_compiled_elimination_is_the_linalg_calls_composed(dependent):
+@pytest.mark.parametrize("dependent,sparse", [(0, False), (1, False), (2, False), (0, True),
+                                              (1, True)])
+def test_the_compiled_elimination_is_the_linalg_calls_composed(dependent, sparse):
     # Elimination's algebra in one compiled call: the bits of its equations written with
     # linalg's calls one by one (M~^-1 J^T, D, the independent rows of a pivoted Cholesky at
     # 1e-10 of D's largest diagonal entry, D's factor, lambda_0 and u_0), with rows that are
-    # all independent, one and two dependent rows
+    # all independent, one and two dependent rows; and rows of mimics' kind (e_f - m e_l,
+    # zeros before column 3: the compiled call's solve starts there and its products skip
+    # the zeros, for the same bits as the full sums), with a dependent one
     from raisimcli.linalg import Cholesky, independent_rows, matmul
     from raisimcli.physics.constraints import RANK_TOLERANCE, Elimination
     from raisimcli.physics.step.implicit import Factorized
@@ -321,6 +324,10 @@ def test_the_compiled_elimination_is_the_linalg_calls_composed(dependent):
         A = rng.standard_normal((nv, nv))
         factor = Factorized(A @ A.T + nv * np.eye(nv))
         J = rng.standard_normal((5 - dependent, nv))
+        if sparse:  # followers 3, 4, ... of one leader (8): +1 and -m a row
+            J = np.zeros((5 - dependent, nv))
+            for r in range(len(J)):
+                J[r, 3 + r], J[r, 8] = 1.0, -rng.uniform(0.5, 2.0)
         for d in range(dependent):  # a row that is a combination of two others
             J = np.vstack([J[:2], J[0] + 0.5 * J[1 + d], J[2:]])
         e, u_star, beta_ = rng.standard_normal(len(J)), rng.standard_normal(nv), 300.0

@@ -18,6 +18,7 @@ diagonal entry is dependent); the motion is the same and the load goes to the ke
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from functools import cached_property
@@ -240,6 +241,41 @@ def constraint_rows_in_python(system):
 
 
 @kernel
+def _first_nonzero(J):
+    """The first column where a row of J is not 0, or 0 when an entry of J is -0.0
+    (_cho_solve_rows' `first`)."""
+    k, nv = J.shape
+    first = nv
+    for r in range(k):
+        for c in range(nv):
+            x = J[r, c]
+            if x == 0.0 and math.copysign(1.0, x) < 0.0:
+                return 0
+        f = 0
+        while f < first and J[r, f] == 0.0:
+            f += 1
+        first = f
+    return first
+
+
+@kernel
+def _skipping_mm(A, B, out):
+    """out = A B as linalg._mm sums it (each entry in p order from +0.0), without the terms
+    whose A[i, p] is 0: the same bits when B is finite (a skipped term is +-0.0, and a sum
+    that starts at +0.0 is never -0.0, so adding +-0.0 leaves it as it is)."""
+    n, k = A.shape
+    m = B.shape[1]
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = 0.0
+        for p in range(k):
+            a = A[i, p]
+            if a != 0.0:
+                for j in range(m):
+                    out[i, j] += a * B[p, j]
+
+
+@kernel
 def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept, MinvJT_kept,
                D_kept, L_D, rhs, lam0, lambda0, u0):
     """Elimination.__init__'s algebra in one call, with the operations of its linalg calls in
@@ -247,10 +283,15 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
     = the largest diagonal entry of D, numpy's max; linalg.independent_rows), their J, MinvJT
     and D gathered into J_kept, MinvJT_kept, D_kept, D's factor L_D, lambda_0 of
     the kept rows (lam0) and of every row (lambda0, 0 for a dropped one), and u_0; perm[:rank]
-    holds the kept rows, sorted. Returns (rank, the factor's info)."""
+    holds the kept rows, sorted. Returns (rank, the factor's info).
+
+    Two sums skip what changes no bit: the forward pass of M~^-1 J^T starts at the first column
+    where a row is not 0 (_cho_solve_rows' `first`; mimic rows and a leg's loop leave the
+    columns before them +0.0), unless an entry of J is -0.0; and D = J M~^-1 J^T skips the
+    terms whose J[i, p] is 0 (_skipping_mm: its sums start at +0.0, M~^-1 J^T is finite)."""
     k, nv = J.shape
-    _cho_solve_rows(L, J, 0, MinvJT, 0, 0)
-    _mm(J, MinvJT, D)
+    _cho_solve_rows(L, J, 0, MinvJT, 0, _first_nonzero(J))
+    _skipping_mm(J, MinvJT, D)
     rank = 0
     if k:
         scale = D[0, 0]
@@ -300,10 +341,10 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
 @kernel
 def _response(J, Y, L_D, MinvJT, JY, JYT, DinvJY, prod, out):
     """Elimination.response's algebra with the operations of its linalg calls in their order:
-    JY = J Y (matmul), DinvJY = D^-1 JY (Cholesky.solve: JY's columns solved side by side from
-    its transpose), out = Y - MinvJT DinvJY (matmul, then numpy's subtraction). JY, JYT, prod:
-    scratch."""
-    _mm(J, Y, JY)
+    JY = J Y (matmul; _skipping_mm, for Y finite), DinvJY = D^-1 JY (Cholesky.solve: JY's columns
+    solved side by side from its transpose), out = Y - MinvJT DinvJY (matmul, then numpy's
+    subtraction). JY, JYT, prod: scratch."""
+    _skipping_mm(J, Y, JY)
     for i in range(JY.shape[0]):
         for c in range(JY.shape[1]):
             JYT[c, i] = JY[i, c]
