@@ -411,3 +411,33 @@ def test_mimics_rows_and_elimination_in_one_call_are_the_two_calls(urdf):
             assert getattr(got, name).tobytes() == getattr(want, name).tobytes(), name
         assert got.D_chol.L.tobytes() == want.D_chol.L.tobytes()
         assert got.J_all.tobytes() == J.tobytes()  # (the rows themselves too)
+
+
+def test_the_constraint_report_is_each_constraint_s_axes_times_its_impulses():
+    # constraint_impulses: per pin or equality, its world axes^T times its rows' impulses (the
+    # sum over the axes in their order, from 0.0, written out here), and (lambda, 0, 0) for a
+    # mimic; constraint_errors: its rows' errors then zeros. The four-bar's pin and two
+    # equalities (two axes and one), under PD through the lean path (the compiled report),
+    # compared at every step
+    w = World(0.001)
+    r = w.add_articulated_system(load_urdf(robot("fourbar.urdf")))
+    r.add_equality_constraint("coupler", "rocker", [1.2, 0, 0], [[1, 0, 0], [0, 0.6, 0.8]])
+    r.add_equality_constraint("crank", "rocker", [0.3, 0.1, 0], [[0, 1, 0]])
+    q_ref = r.get_generalized_coordinate() + 0.2
+    r.set_pd_gains(np.full(r.nv, 30.0), np.full(r.nv, 1.0))
+    r.set_pd_target(q_ref, np.zeros(r.nv))
+    for _ in range(50):
+        w.integrate()
+        st = r.step_scratch["lean"].stage
+        lam, e = st.elimination.impulses_solved, st.elimination.e_all
+        assert len(st.constraint_spans) == len(r.constraints) == 3
+        for c, (r0, r1, axes, _) in enumerate(st.constraint_spans):
+            want = [0.0, 0.0, 0.0]
+            for i in range(3):
+                s = 0.0
+                for a in range(r1 - r0):
+                    s += axes[a, i] * lam[r0 + a]
+                want[i] = s
+            assert r.constraint_impulses[c].tolist() == want
+            assert r.constraint_errors[c].tolist() == list(e[r0:r1]) + [0.0] * (3 - (r1 - r0))
+    assert np.abs(r.constraint_impulses).max() > 0.0

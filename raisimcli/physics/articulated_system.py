@@ -21,7 +21,7 @@ from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, n
     quadratic_form
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.commands import command, command_layout, command_views
-from raisimcli.physics.constraints import eliminate, mimic_plan
+from raisimcli.physics.constraints import _report, eliminate, mimic_plan, row_plan
 from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_inputs,
                                            _getter_mass, _getter_rotated, _rotate_columns)
 from raisimcli.physics.pinocchio_views import checked_placements
@@ -199,6 +199,7 @@ class ArticulatedSystem:
         self.had_contact = False  # set by the contact solver; spec step 6 replacement rule
         self.constraints: list = []     # loop and mimic constraints (raisimcli.physics.constraints)
         self._mimic_plan = (0, None)  # (len(constraints), mimic_plan(constraints))
+        self._row_plan = (0, None)  # (len(constraints), row_plan(constraints))
         self.constraint_erp = 1.5
         self.constraint_impulses = None  # per constraint: (3,) world vector, or (1,) for a mimic
         self.constraint_errors = None    # per constraint, at the last step's start
@@ -1247,6 +1248,13 @@ class ArticulatedSystem:
             self._mimic_plan = (len(self.constraints), mimic_plan(self.constraints))
         return self._mimic_plan[1]
 
+    def constraint_plan(self) -> np.ndarray:
+        """raisimcli.physics.constraints.row_plan of this system's constraints, made again when
+        one is added."""
+        if self._row_plan[0] != len(self.constraints):  # (constraints are only appended)
+            self._row_plan = (len(self.constraints), row_plan(self.constraints))
+        return self._row_plan[1]
+
     def _constraint_report(self, s: Stage, dt: float, impulse_by_source: dict) -> list:
         """Per-constraint impulses and errors of this step; their generalized impulse joins the
         table; returns their forces as point loads (inverse dynamics; none when it is off)."""
@@ -1264,22 +1272,19 @@ class ArticulatedSystem:
             self.constraint_errors = np.zeros((lam.shape[0], 3))
             self.constraint_impulses[:, 0], self.constraint_errors[:, 0] = lam, elim.e_all
             return []  # (a mimic's force is a generalized one: no point load)
-        impulses, errors, loads = [], [], []
-        for c, (r0, r1, axes, points) in zip(self.constraints, s.constraint_spans):
-            if axes is None:
-                impulses.append(np.array([lam[r0], 0.0, 0.0]))
-                errors.append(np.array([elim.e_all[r0], 0.0, 0.0]))
-                continue
-            vec = matmul(axes.T, lam[r0:r1])
-            err = np.zeros(3)
-            err[:r1 - r0] = elim.e_all[r0:r1]
-            impulses.append(vec)
-            errors.append(err)
-            if self.compute_inverse_dynamics:  # (only inverse dynamics reads them)
-                loads.append(PointLoad(c.link1, vec / dt, None, False, world_point=points[0]))
-                loads.append(PointLoad(c.link2, -vec / dt, None, False, world_point=points[1]))
-        self.constraint_impulses = np.array(impulses)
-        self.constraint_errors = np.array(errors)
+        # each one's world vector A^T lam and its errors, in one compiled call (_report)
+        out = np.empty((2, len(self.constraints), 3))
+        _report(s.constraint_axes, np.ascontiguousarray(lam, dtype=np.float64), elim.e_all,
+                self.constraint_plan(), out)
+        self.constraint_impulses, self.constraint_errors = out[0], out[1]
+        loads = []
+        if self.compute_inverse_dynamics:  # (only inverse dynamics reads them)
+            for c, (_, _, axes, points), vec in zip(self.constraints, s.constraint_spans, out[0]):
+                if axes is not None:
+                    loads.append(PointLoad(c.link1, vec / dt, None, False,
+                                           world_point=points[0]))
+                    loads.append(PointLoad(c.link2, -vec / dt, None, False,
+                                           world_point=points[1]))
         return loads
 
     def get_contacts(self) -> list:

@@ -155,7 +155,7 @@ def eliminate(system, stage, dt: float) -> None:
         elim = Elimination.of_mimics(system.q, mimics, stage.factor, stage.u_star, beta_)
         spans = list(mimics[0])
     else:
-        J, e, spans = constraint_rows(system)
+        J, e, spans, stage.constraint_axes = constraint_rows_and_axes(system)
         elim = Elimination(J, e, stage.factor, stage.u_star, beta_)
     stage.elimination, stage.constraint_spans, stage.u_free = elim, spans, elim.u0
 
@@ -173,13 +173,30 @@ def constraint_rows(system):
         J, e = np.empty((k, system.nv)), np.empty(k)
         _mimic_rows(system.q, fu, lu, fq, lq, multiplier, offset, J, e)
         return J, e, list(spans)
-    sizes = [1 if isinstance(c, MimicConstraintState) else
-             3 if c.kind == "pin" else len(c.axes) for c in system.constraints]
-    k, nv = sum(sizes), system.nv
-    J, e, spans = np.empty((k, nv)), np.empty(k), []
+    return constraint_rows_and_axes(system)[:3]
+
+
+def row_plan(constraints: list) -> np.ndarray:
+    """Per constraint (its first row, its end row, 1 for a pin or equality, 0 for a mimic), as
+    (n, 3) int64: the rows of constraint_rows, in order."""
+    plan, r0 = np.zeros((len(constraints), 3), dtype=np.int64), 0
+    for i, c in enumerate(constraints):
+        n = 1 if isinstance(c, MimicConstraintState) else 3 if c.kind == "pin" else len(c.axes)
+        plan[i] = r0, r0 + n, not isinstance(c, MimicConstraintState)
+        r0 += n
+    return plan
+
+
+def constraint_rows_and_axes(system):
+    """constraint_rows of a system with a pin or an equality, and the world axes of every row
+    as one array (k, 3) (a mimic's row: zeros), whose rows r0..r1 are a pin's or equality's
+    axes in its span."""
+    plan = system.constraint_plan()
+    k, nv = int(plan[-1, 1]), system.nv
+    J, e, A, spans = np.empty((k, nv)), np.empty(k), np.zeros((k, 3)), []
     frames = views = scratch = None  # (at the first pin or equality: mimics need none)
-    r0 = 0
-    for c, n in zip(system.constraints, sizes):
+    for c, (r0, r1, _) in zip(system.constraints, plan.tolist()):
+        n = r1 - r0
         if isinstance(c, MimicConstraintState):
             J[r0] = 0.0
             J[r0, c.follower_u] += 1.0
@@ -190,9 +207,13 @@ def constraint_rows(system):
             if scratch is None:
                 frames = system.frame_placements()
                 if frames is None:
-                    return constraint_rows_in_python(system)
+                    J, e, spans = constraint_rows_in_python(system)
+                    for r0_, r1_, axes, _ in spans:
+                        if axes is not None:
+                            A[r0_:r1_] = axes
+                    return J, e, spans, A
                 views, scratch = system.point_jacobian_views(), np.empty((15, nv))
-            axes, p1, p2 = np.empty((n, 3)), np.empty(3), np.empty(3)
+            axes, p1, p2 = A[r0:r1], np.empty(3), np.empty(3)
             pin = c.kind == "pin"
             _loop_rows(frames[0], frames[1], system.frame_of(c.link1), system.frame_of(c.link2),
                        c.anchor1, c.anchor2, system.body_of(c.link1), system.body_of(c.link2),
@@ -200,8 +221,23 @@ def constraint_rows(system):
                        views.supports, views.block_u, views.R, scratch, axes, p1, p2, J, e, r0)
             # where the force acts on body1 and on body2 (the spec's "Where the force acts")
             spans.append((r0, r0 + n, axes, (p1, p2) if pin else (p2, p2)))
-        r0 += n
-    return J, e, spans
+    return J, e, spans, A
+
+
+@kernel
+def _report(A, lam, e, plan, out):
+    """ArticulatedSystem.constraint_report's vectors of constraints that include a pin or an
+    equality (`plan`: row_plan's; A: constraint_rows_and_axes' axes): out[0, c] = A[r0:r1]^T
+    lam[r0:r1] for a pin or equality (linalg.matmul's _mv), (lam[r0], 0, 0) for a mimic; out[1,
+    c] = e[r0:r1] then zeros."""
+    for c in range(plan.shape[0]):
+        r0, r1 = plan[c, 0], plan[c, 1]
+        if plan[c, 2]:
+            _mv(A[r0:r1].T, lam[r0:r1], out[0, c])
+        else:
+            out[0, c, 0], out[0, c, 1], out[0, c, 2] = lam[r0], 0.0, 0.0
+        for i in range(3):
+            out[1, c, i] = e[r0 + i] if i < r1 - r0 else 0.0
 
 
 def constraint_rows_in_python(system):

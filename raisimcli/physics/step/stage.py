@@ -35,6 +35,7 @@ class Stage:
     u_free: np.ndarray | None = None        # the solver's start: u*, or u_0 with constraints
     elimination: object | None = None       # constraints.Elimination, with loops or mimics
     constraint_spans: list = field(default_factory=list)
+    constraint_axes: np.ndarray | None = None  # their rows' world axes (k, 3), with loops
     # filled by the impulse solve
     constraint_recover: object | None = None
     solver_impulses: np.ndarray | None = None
