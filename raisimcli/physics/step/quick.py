@@ -778,9 +778,13 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     qs = s.step_scratch.get("quick")
     if qs is None or qs.rs is not rs or qs.n_constraints != len(s.constraints):
         qs = s.step_scratch["quick"] = QuickScratch(s, rs)
-    scheme = s.effective_scheme()  # (spec step 6's replacement rules)
-    if not qs.eligible or scheme == "RUNGE_KUTTA_4":
+    if not qs.eligible:
         return None
+    scheme = s.scheme
+    if scheme == "RUNGE_KUTTA_4":  # (unless spec step 6's rules make it SEMI_IMPLICIT)
+        scheme = s.effective_scheme()
+        if scheme == "RUNGE_KUTTA_4":
+            return None
     if alone and qs.back_off:
         qs.back_off -= 1
         return None
@@ -800,6 +804,8 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     if s.pending_loads:  # J^T F of the loads set for this step
         qs.tau_ext[:] = s.external_generalized_force()
         flags |= 8
+    if scheme == "EULER" and pd and s.had_contact:  # (spec step 6's replacement rule)
+        scheme = "SEMI_IMPLICIT"
     flags |= _U_BAR[scheme] << 5
     if warm_start.__class__ is CodedWarmStart and warm_start.scratch is qs:  # (_previous's)
         prev_codes, prev_lam = warm_start.packed
