@@ -139,6 +139,35 @@ def test_a_signal_during_start_up_is_one_line_and_exit_130(tmp_path, delay):
     assert not partials(tmp_path)
 
 
+_SIGNAL_IN_AN_IMPORT = """
+import os, signal, sys
+from raisimcli.cli import entry
+
+class SignalOnImport:  # SIGTERM while the command imports {module}
+    def find_spec(self, name, path=None, target=None):
+        if name == "{module}":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+
+sys.meta_path.insert(0, SignalOnImport())
+sys.argv = ["raisimcli", "--version"]
+entry._command()
+"""
+
+
+@pytest.mark.parametrize("module", ["raisimcli.warmup", "click", "raisimcli.cli.main"])
+def test_a_signal_in_the_command_s_first_imports_is_one_line_and_exit_130(module):
+    # the imports at the command's start (the first-run helper's module, click, the commands)
+    # are inside its handling of a signal: one line, exit 130, no traceback. A SIGTERM in the
+    # first one had given a traceback (seen under load, with the start-up test's 0.2 s delay)
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_IN_AN_IMPORT.format(module=module)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr and len(lines(proc.stderr)) == 1
+    assert "interrupted by SIGTERM" in proc.stderr
+
+
 def test_a_start_up_signal_that_lands_in_a_destructor_still_stops_the_run(tmp_path):
     """Python ignores an exception raised in __del__ (numba's cache loading disposes of LLVM
     objects there): a SIGTERM whose handler ran there at start-up had let a long run go on for
