@@ -38,6 +38,24 @@ def _mm(A, B, out):
 
 
 @kernel
+def _skipping_mm(A, B, out):
+    """out = A B as _mm sums it (each entry in p order from +0.0), without the terms whose
+    A[i, p] is 0: the same bits when B is finite (a skipped term is +-0.0, and a sum that
+    starts at +0.0 is never -0.0, so adding +-0.0 leaves it as it is). A's rows are often
+    sparse in the step (a joint's row of J: one nonzero entry)."""
+    n, k = A.shape
+    m = B.shape[1]
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = 0.0
+        for p in range(k):
+            a = A[i, p]
+            if a != 0.0:
+                for j in range(m):
+                    out[i, j] += a * B[p, j]
+
+
+@kernel
 def _mv(A, x, out):
     n, k = A.shape
     for i in range(n):

@@ -508,3 +508,23 @@ def test_robots_with_mimic_joints_take_the_quick_step_with_the_lean_paths_bits(p
     s = worlds[0][1]
     assert sum(done) == 300 and s.constraint_impulses.shape == (len(s.constraints), 3)
     assert np.any(s.constraint_impulses[:, 0] != 0.0) and "constraints" in s.torque
+
+
+def test_held_constraint_impulses_keep_their_step():
+    """A mimic robot's constraint_impulses and constraint_errors (views of a quick step's
+    results) keep their values while held through later steps; the steps then take other
+    result arrays, and those nobody holds are reused (the pool stays at most quick._POOL)."""
+    w = World(0.001)
+    _setup("gripper", w)
+    s = w.systems[0]
+    for _ in range(100):
+        w.integrate()
+    held = (s.constraint_impulses, s.constraint_errors)
+    values = [a.copy() for a in held]
+    assert values[0][0, 0] != 0.0
+    for _ in range(60):
+        w.integrate()
+        assert s.constraint_impulses is not held[0]
+    for a, v in zip(held, values):
+        assert a.tobytes() == v.tobytes()
+    assert len(s.step_scratch["quick"].pool) <= quick._POOL

@@ -27,7 +27,7 @@ import numpy as np
 
 from raisimcli.jit import carve, kernel
 from raisimcli.linalg import Cholesky, _cho_solve_rows, _cholesky, _mm, _mv, _pivoted_rank, \
-    matmul
+    _skipping_mm, matmul
 from raisimcli.physics.step.contact_rows import _point_jacobian
 
 RANK_TOLERANCE = 1e-10
@@ -292,23 +292,6 @@ def _first_nonzero(J):
             f += 1
         first = f
     return first
-
-
-@kernel
-def _skipping_mm(A, B, out):
-    """out = A B as linalg._mm sums it (each entry in p order from +0.0), without the terms
-    whose A[i, p] is 0: the same bits when B is finite (a skipped term is +-0.0, and a sum
-    that starts at +0.0 is never -0.0, so adding +-0.0 leaves it as it is)."""
-    n, k = A.shape
-    m = B.shape[1]
-    for i in range(n):
-        for j in range(m):
-            out[i, j] = 0.0
-        for p in range(k):
-            a = A[i, p]
-            if a != 0.0:
-                for j in range(m):
-                    out[i, j] += a * B[p, j]
 
 
 @kernel

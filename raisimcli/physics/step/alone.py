@@ -97,8 +97,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     elimination (constraints.Elimination's; else both are empty): the solve then takes the
     constrained response (constraints' _response, with u* the elimination's u_0), the
     constraints' impulses are recovered after it (_recovered, into EF's last slot) and their
-    generalized
-    impulse is the table's "constraints" row after the sources', as
+    generalized impulse is the table's "constraints" row after the sources', as
     ArticulatedSystem.finish_step makes them. Returns the sweeps."""
     nc, nv = distance.shape[0], u.shape[0]
     m0, nb, ns = RI[0], RI[1], RI[2]

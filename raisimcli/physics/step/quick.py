@@ -430,8 +430,8 @@ class QuickScratch:
         self.k = k = len(plan[0]) if plan is not None else 0
         if k:
             self.MI = np.concatenate([[k], *plan[1:5], np.zeros(2 + k)]).astype(np.int64)
-            self.MF = np.concatenate([*plan[5:7], np.zeros(k + nv + packed_size(k, nv) +
-                                                          scratch_size(k, nv))])
+            floats = k + nv + packed_size(k, nv) + scratch_size(k, nv)
+            self.MF = np.concatenate([*plan[5:7], np.zeros(floats)])
         else:
             self.MI, self.MF = np.zeros(1, dtype=np.int64), np.zeros(0)
         nf = _g_at(mmax, nv, m0max, emax) + 2 * len(_SOURCES) * nv + 2 * nv + \

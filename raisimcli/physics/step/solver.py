@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from raisimcli.jit import kernel
+from raisimcli.linalg import _skipping_mm
 from raisimcli.physics.step.contact_solver import SCALAR, block_gauss_seidel
 
 DEFAULT_MAX_ITERATIONS = 200
@@ -232,14 +233,7 @@ def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterat
     while `response` and u* are finite). Returns (sweeps, residual)."""
     m, N = J.shape
     G, Gc = G2[0:m], G2[m:2 * m]
-    for i in range(m):  # G[i, j] = sum_p J[i, p] response[p, j] in p order, the j's side by side
-        for j in range(m):
-            G[i, j] = 0.0
-        for p in range(N):
-            a = J[i, p]
-            if a != 0.0:
-                for j in range(m):
-                    G[i, j] += a * response[p, j]
+    _skipping_mm(J, response, G)  # G[i, j] = sum_p J[i, p] response[p, j] in p order
     for i in range(m):
         a = 0.0
         for p in range(N):
