@@ -92,7 +92,7 @@ _ints_of, _floats_of, _states_of = table_view(_INTS), table_view(_FLOATS), table
 @kernel
 def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, ground_params,
            bounds, row, M_upper, h_pin, u_pin, q, u, stall, prev_codes, prev_lam, prev_m, pin_at,
-           beta_, OF, OI):
+           OF, OI):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with the ground query, computeJointJacobians (J_world, the
     placements pl_R, pl_T); the ground query (at `height`, with the contact world's `margin`)
@@ -103,8 +103,8 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     (prev_lam is a quick step's OF), else from 0. `arrays`: QuickScratch.arrays' table of
     pl_R, pl_T, J_world, the supports, QI, QF, the system's commands
     (raisimcli.physics.commands; its views' starts in _stage's I), its joints' states, and the
-    robot's shapes rs_I, rs_F, and its mimic constraints' MI, MF (QuickScratch; with `beta_`,
-    their error-correction rate). The robot's constant arrays come packed (QuickScratch): QI is BI
+    robot's shapes rs_I, rs_F, and its mimic constraints' MI, MF (QuickScratch; MF's last entry
+    their error-correction rate beta). The robot's constant arrays come packed (QuickScratch): QI is BI
     (its header, _stage's I, the integration's integ_at and integ, Pinocchio's q_to_pin, the
     conventions' block_q) then the integer scratch WI; QF is BF (_stage's C, each joint's
     friction bound per second, the ground's contact frame, the back-EMF damping) then the float
@@ -189,8 +189,8 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
         u_free = MF[3 * kc:3 * kc + n]
         _eliminate_mimics(q, MI[1:1 + kc], MI[1 + kc:1 + 2 * kc], MI[1 + 2 * kc:1 + 3 * kc],
                           MI[1 + 3 * kc:1 + 4 * kc], MF[0:kc], MF[kc:2 * kc], L,
-                          MF[2 * kc:3 * kc], u_star, beta_, RANK_TOLERANCE,
-                          MF[3 * kc + n + EF.shape[0]:], EF, EI, u_free)
+                          MF[2 * kc:3 * kc], u_star, MF[MF.shape[0] - 1], RANK_TOLERANCE,
+                          MF[3 * kc + n + EF.shape[0]:MF.shape[0] - 1], EF, EI, u_free)
     # the joint rows (JointRowTable._build: position limits, velocity limits, then friction)
     n_lim, n_vel, n_fric = 0, 0, 0
     for k in range(nj):
@@ -424,13 +424,14 @@ class QuickScratch:
         ls = 5 * nv * nv + 12 * nv
         # mimic constraints (all of its constraints mimics; else it has none, or the quick
         # step does not take it): MI = [k, follower_u, leader_u, follower_q, leader_q, EI
-        # (2 + k)], MF = [multiplier, offset, e (k), u_0 (nv), EF (packed_size), the scratch]
+        # (2 + k)], MF = [multiplier, offset, e (k), u_0 (nv), EF (packed_size), the scratch,
+        # beta (written by _run at each step)]
         plan = s.mimics_only()
         self.n_constraints = len(s.constraints)
         self.k = k = len(plan[0]) if plan is not None else 0
         if k:
             self.MI = np.concatenate([[k], *plan[1:5], np.zeros(2 + k)]).astype(np.int64)
-            floats = k + nv + packed_size(k, nv) + scratch_size(k, nv)
+            floats = k + nv + packed_size(k, nv) + scratch_size(k, nv) + 1
             self.MF = np.concatenate([*plan[5:7], np.zeros(floats)])
         else:
             self.MI, self.MF = np.zeros(1, dtype=np.int64), np.zeros(0)
@@ -814,13 +815,14 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     else:
         prev_codes, prev_lam, in_results, prev_m = _previous(qs, warm_start)
         flags |= 256 if in_results else 0
+    if qs.k:  # the mimics' error-correction rate (MF's last entry)
+        qs.MF[-1] = beta(s.constraint_erp, world.dt)
     results = qs.results()
     OF, OI = results.OF, results.OI
     answer = _quick(world.dt, h, margin, float(s.solver_tolerance), int(s.solver_max_iterations),
                     flags, qs.arrays.table, qs.R_none if R is None else R, params, bounds, row,
                     upper, h_pin, u_pin, s.q, s.u, s.transmission.stall, prev_codes, prev_lam,
-                    prev_m, qs.pin_at[qs.pin_slot],
-                    beta(s.constraint_erp, world.dt) if qs.k else 0.0, OF, OI)
+                    prev_m, qs.pin_at[qs.pin_slot], OF, OI)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
