@@ -528,3 +528,26 @@ def test_held_constraint_impulses_keep_their_step():
     for a, v in zip(held, values):
         assert a.tobytes() == v.tobytes()
     assert len(s.step_scratch["quick"].pool) <= quick._POOL
+
+
+def test_a_mimic_robot_s_error_rate_changed_between_steps_reaches_the_quick_step(monkeypatch):
+    """constraint_erp (the mimics' beta) set between steps is read by the next quick step, as by
+    the lean path: the same bits, step by step, every step the quick step's. The fingers start
+    apart by 1 cm, so that the error, and its correction at rate beta, is not 0."""
+    done = _taken(monkeypatch)
+    worlds = []
+    for use in (True, False):
+        w = World(0.001)
+        w.quick = use
+        s = _setup("gripper", w)
+        s.set_state(np.array([0.01, 0.02]), np.zeros(2))
+        worlds.append((w, s))
+    for k in range(200):
+        for w, s in worlds:
+            if k == 50:
+                s.constraint_erp = 0.4
+            if k == 120:
+                s.constraint_erp = 3.0
+            w.integrate()
+        _same(*worlds)
+    assert sum(done) == 200 and worlds[0][1].constraint_errors[0, 0] != 0.0
