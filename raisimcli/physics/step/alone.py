@@ -48,10 +48,9 @@ def _g_at(m: int, nv: int, nb: int, nc: int) -> int:
 def _workspace(m: int, nv: int, nb: int, nc: int, ns: int, k: int) -> tuple:
     """The memory integrate2_alone's loops write and read (their scratch and the rows), for m
     rows over nv columns, nb joint-row blocks, nc contacts, ns sources and k constraint rows:
-    (a float buffer, an integer buffer, which _impulse_step carves into its arrays, the views g
-    (ns, nv) and nonzero (ns,) of the impulses by source in them, and with constraints the view
-    of the slot of D^-1 J Y (k m)), made once per size and thread, and reused (each array is
-    written before it is read in a step; none outlives it)."""
+    (a float buffer, an integer buffer, which _impulse_step carves into its arrays, and the views
+    g (ns, nv) and nonzero (ns,) of the impulses by source in them), made once per size and
+    thread, and reused (each array is written before it is read in a step; none outlives it)."""
     cache = getattr(_WORKSPACES, "by_size", None)
     if cache is None:
         cache = _WORKSPACES.by_size = {}
@@ -64,8 +63,7 @@ def _workspace(m: int, nv: int, nb: int, nc: int, ns: int, k: int) -> tuple:
         c_at = g_at + 2 * ns * nv + 2 * nv  # the constraints' part (_impulse_step's order)
         F = np.empty(c_at + (_constrained_size(m, nv, ns, k) if k else 0))
         I = np.empty(nc + 2 * (nb + nc) + ns, dtype=np.int64)  # noqa: E741
-        ws = cache[key] = (F, I, F[g_at:g_at + ns * nv].reshape(ns, nv), I[nc + 2 * (nb + nc):],
-                           F[c_at + nv:c_at + nv + k * m])
+        ws = cache[key] = (F, I, F[g_at:g_at + ns * nv].reshape(ns, nv), I[nc + 2 * (nb + nc):])
     return ws
 
 
@@ -183,8 +181,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
         J_all = carve(EF, e0 + k_c, (k_c, nv))
         e0 += k_c + 2 * k_c * nv
         lam_c = EF[e0:e0 + k_c]
-        # the constraints' part of F (_workspace's order): their generalized impulse, and
-        # D^-1 J Y, which integrate2_alone reads from it
+        # the constraints' part of F (_workspace's order)
         generalized = F[a:a + nv]
         a += nv
         DinvJY = carve(F, a, (r, m))
@@ -326,7 +323,7 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     if lam is None:
         lam = np.zeros(m)
     elim = st.elimination
-    F, I, g, nonzero, DinvJY = _workspace(  # noqa: E741
+    F, I, g, nonzero = _workspace(  # noqa: E741
         m, nv, nb, nc, len(sources), 0 if elim is None else elim.k)
     # these leave the step: the next state and the torque table
     u_next, q_next, table = np.empty(nv), np.empty(s.nq), np.empty((_TABLE_ROWS, nv))
@@ -344,10 +341,8 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and nc else None
     point_loads = [loads] if loads is not None else []
     st.solver_impulses = lam
-    if elim is not None:  # the constraints' impulses, and D^-1 J Y for finish_step's
+    if elim is not None:  # the constraints' impulses (never under RUNGE_KUTTA_4: spec step 6)
         lam_constraints = elim.impulses_solved
-        st.constraint_recover = DinvJY[:elim.rank * m].reshape(elim.rank, m).copy() \
-            if scheme == "RUNGE_KUTTA_4" else None
     if scheme == "RUNGE_KUTTA_4":  # the four stages (finish_step) from the solved impulses
         by_source = {source: g[n].copy() for n, source in enumerate(sources) if nonzero[n]}
         s.finish_step(dt, st, u_next, by_source, point_loads, int(sweeps), bool(nc))

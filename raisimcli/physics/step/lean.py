@@ -39,9 +39,9 @@ from raisimcli.physics.constraints import eliminate
 from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference
 from raisimcli.physics.step.actuators import ActuatorState, _actuators
-from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance_constrained, can_go_alone, \
     integrate2_alone
+from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.fused import _explicit_pass
 from raisimcli.physics.step.implicit import Factorized
 from raisimcli.physics.step.joint_rows import _states
@@ -266,19 +266,15 @@ def _without_rows(s, st: Stage, dt) -> WarmStart:
     at a limit, no joint friction): what integrate2_systems gives then, without its rows'
     bookkeeping. The solver has no row, so u_{t+1} is its start u_free (solve_impulses' copy:
     u*, or u_0 with constraints), and the constraints' impulses are lambda_0 (no impulse to
-    recover them from: Elimination.response of no row). With constraints, but for
-    RUNGE_KUTTA_4, finish_step's impulses, integration and table are one compiled call
-    (alone._advance_constrained), then its constraint report and end_step."""
+    recover them from: Elimination.response of no row). With constraints, finish_step's
+    impulses, integration and table are one compiled call (alone._advance_constrained), then
+    its constraint report and end_step; their scheme is never RUNGE_KUTTA_4 (spec step 6 makes
+    it SEMI_IMPLICIT while a robot has constraints: effective_scheme)."""
     elim = st.elimination
     if elim is None:
         s.finish_step(dt, st, st.u_free.copy(), {}, [], 0, False)
         return WarmStart([], np.zeros(0))
     scheme = s.effective_scheme()
-    if scheme == "RUNGE_KUTTA_4":
-        st.constraint_recover = np.zeros((len(elim.kept), 0))
-        st.solver_impulses = np.zeros(0)
-        s.finish_step(dt, st, st.u_free.copy(), {}, [], 0, False)
-        return WarmStart([], np.zeros(0))
     start_pin = s.pinocchio_inputs() if s.compute_inverse_dynamics else None
     u_next, q_next, table = st.u_free.copy(), np.empty(s.nq), np.empty((_TABLE_ROWS, s.nv))
     integ, integ_at = s.conv.integration_packed
