@@ -115,7 +115,8 @@ def _setup(case, w):
         other.set_state(q, np.zeros(other.nv))
     elif case == "gripper_rk4":  # a mimic, its fingers pushed against their limits, alone
         r = w.add_articulated_system(robot("gripper.urdf"))  # (step/alone.py's call with the
-        r.set_control_mode("FORCE_AND_TORQUE")  # elimination, then RUNGE_KUTTA_4's stages)
+        r.set_control_mode("FORCE_AND_TORQUE")  # elimination: spec step 6 makes the scheme
+        # SEMI_IMPLICIT while the robot has constraints)
         r.set_generalized_force(np.array([3.0, 0.0]))
         r.set_integration_scheme("RUNGE_KUTTA_4")
     elif case == "fourbar_friction":  # a loop beside the joints' friction rows; the loop's
