@@ -171,9 +171,11 @@ def plan(compiled: list) -> list:
     run needs them. A function saves its compile time when the helper, starting HELPER_START s in
     and compiling the set in that order, finishes it before the run needs it; the run then needs
     the later ones earlier, by the time of those the helper took. (Every set is tried: only the
-    few that the helper could finish at all in time are candidates.)"""
+    few that the helper could finish at all in time are candidates. A function the helper could
+    not find by its dotted name, such as the implementation numba compiles for an `overload`,
+    is not a candidate.)"""
     jobs = sorted((begin, seconds, name, sig) for depth, name, sig, begin, seconds in compiled
-                  if depth <= 1 and HELPER_START + seconds <= begin)
+                  if depth <= 1 and HELPER_START + seconds <= begin and "<" not in name)
     tops = [(begin, begin + seconds) for depth, _, _, begin, seconds in compiled
             if depth == 0 and HELPER_START + seconds <= begin]
     jobs = [job for job in jobs  # (not those a candidate compiles: it takes their time)

@@ -551,3 +551,48 @@ def test_a_mimic_robot_s_error_rate_changed_between_steps_reaches_the_quick_step
             w.integrate()
         _same(*worlds)
     assert sum(done) == 200 and worlds[0][1].constraint_errors[0, 0] != 0.0
+
+
+def _called_after_pruning(fn, none_args: tuple) -> set:
+    """The global names that `fn`'s code still refers to once numba's dead-branch pruning (the
+    pass that runs before typing) has taken the argument types: `none_args` None, the others
+    arrays. numba types and compiles only what is left; a function whose name is not left is not
+    compiled for this call nor part of its machine code."""
+    from numba.core import analysis, compiler, ir, types
+
+    func_ir = compiler.run_frontend(fn.py_func)
+    names = fn.py_func.__code__.co_varnames[:fn.py_func.__code__.co_argcount]
+    array = types.Array(types.float64, 1, "C")
+    analysis.dead_branch_prune(func_ir, [types.none if n in none_args else array for n in names])
+    dead = analysis.compute_cfg_from_blocks(func_ir.blocks).dead_nodes()
+    return {stmt.value.name for label, block in func_ir.blocks.items() if label not in dead
+            for stmt in block.body
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)}
+
+
+def test_a_robot_without_mimics_compiles_none_of_their_code():
+    """The quick call of a robot without mimics (MI, MF None) and the impulse step of a robot
+    without constraints (EF, EI None) leave out the constraints' functions, which took about a
+    fifth of a fresh environment's first run (benchmarks/README.md); with them, they keep
+    them."""
+    from raisimcli.physics.step import alone
+
+    mimics = {"_eliminate_mimics", "_advance_constrained", "_mimic_report"}
+    assert not mimics & _called_after_pruning(quick._quick, ("MI", "MF"))
+    assert mimics <= _called_after_pruning(quick._quick, ())
+    constrained = {"_response", "_recovered"}
+    assert not constrained & _called_after_pruning(alone._impulse_step, ("EF", "EI"))
+    assert constrained <= _called_after_pruning(alone._impulse_step, ())
+    # the quick call hands the impulse step None for both, not numba's Optional type (which
+    # would keep their code): _elimination_of's two implementations, chosen by MI's type
+    from numba import njit, types
+
+    @njit(_nrt=False)
+    def slots(MI, MF):
+        return quick._elimination_of(MI, MF, 3)
+
+    slots(None, None)
+    slots(np.array([1, 0, 0, 0, 0, 0, 0, 0]), np.zeros(20))
+    returned = [slots.overloads[sig].signature.return_type for sig in slots.signatures]
+    assert returned[0] == types.Tuple((types.none, types.none))
+    assert all(isinstance(t, types.Array) for t in returned[1])

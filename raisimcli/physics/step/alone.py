@@ -92,7 +92,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     by source and the integration's indices come packed (_packed_rows: RF their floats, RI
     their integers, made once per row structure). The scratch, the rows and g, nonzero are
     carved from F and I (_workspace). With loop or mimic constraints, EF and EI hold their
-    elimination (constraints.Elimination's; else both are empty): the solve then takes the
+    elimination (constraints.Elimination's; else both are None): the solve then takes the
     constrained response (constraints' _response, with u* the elimination's u_0), the
     constraints' impulses are recovered after it (_recovered, into EF's last slot) and their
     generalized impulse is the table's "constraints" row after the sources', as
@@ -169,8 +169,13 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
                 f += 1
             first = f
     _cho_solve_rows(L, J, 0, response, 0, first)
-    constrained = EI.shape[0] > 0
-    if constrained:  # (constraints.packed_size's slots, each carved with r kept rows)
+    # (a robot without constraints passes EF = EI = None: numba then leaves out the two blocks
+    # under `EI is not None` before it types the function, and never compiles _response and
+    # _recovered for it, nor carries their code)
+    constrained = False
+    if EI is not None:  # (constraints.packed_size's slots, each carved with r kept rows)
+        constrained = EI.shape[0] > 0
+    if EI is not None and constrained:
         k_c, r = EI[0], EI[1]
         kept = EI[2:2 + r]
         EJ = carve(EF, 0, (r, nv))
@@ -208,7 +213,8 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
             for i in range(nv):
                 impulses[k, i] = g[s, i]
             k += 1
-    if constrained:  # the constraints' impulses (Elimination.impulses), their row last
+    if EI is not None and constrained:  # the constraints' impulses (Elimination.impulses)
+        # and their generalized impulse, the table's row after the sources'
         _recovered(lambda0, kept, DinvJY, lam, m if r else 0, J_all, v_c, lam_c, generalized)
         for s in range(k):
             for i in range(nv):
@@ -309,9 +315,6 @@ def can_go_alone(systems, stages, contacts) -> bool:
     return stages[0].joint_rows.m > 0
 
 
-_NO_ELIMINATION = (np.zeros(0), np.zeros(0, dtype=np.int64))
-
-
 def integrate2_alone(s, st, dt: float, contacts, warm_start):
     """integrate2_systems([s], ...) when can_go_alone: returns (row keys, impulses) for the next
     step's warm start."""
@@ -330,7 +333,7 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
     # the joint Jacobians are computed only when contacts need them
     views = s.point_jacobian_views() if nc else s.jacobian_views_unread()
     scheme = s.effective_scheme()
-    EF, EI = _NO_ELIMINATION if elim is None else (elim.EF, elim.EI)
+    EF, EI = (None, None) if elim is None else (elim.EF, elim.EI)
     sweeps = _impulse_step(
         RF, RI, *views,
         contacts.bodies_a, contacts.points, contacts.frames, contacts.distance, contacts.params,

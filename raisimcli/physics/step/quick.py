@@ -44,6 +44,7 @@ from sys import getrefcount
 
 import numpy as np
 from numba import types
+from numba.extending import overload
 
 from raisimcli.jit import ArrayTable, carve, kernel, table_view
 from raisimcli.physics.collision import _near_ground
@@ -92,7 +93,7 @@ _ints_of, _floats_of, _states_of = table_view(_INTS), table_view(_FLOATS), table
 @kernel
 def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, ground_params,
            bounds, row, M_upper, h_pin, u_pin, q, u, stall, prev_codes, prev_lam, prev_m, pin_at,
-           OF, OI):
+           OF, OI, MI, MF):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with the ground query, computeJointJacobians (J_world, the
     placements pl_R, pl_T); the ground query (at `height`, with the contact world's `margin`)
@@ -103,12 +104,14 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     (prev_lam is a quick step's OF), else from 0. `arrays`: QuickScratch.arrays' table of
     pl_R, pl_T, J_world, the supports, QI, QF, the system's commands
     (raisimcli.physics.commands; its views' starts in _stage's I), its joints' states, and the
-    robot's shapes rs_I, rs_F, and its mimic constraints' MI, MF (QuickScratch; MF's last entry
-    their error-correction rate beta). The robot's constant arrays come packed (QuickScratch): QI is BI
-    (its header, _stage's I, the integration's integ_at and integ, Pinocchio's q_to_pin, the
-    conventions' block_q) then the integer scratch WI; QF is BF (_stage's C, each joint's
-    friction bound per second, the ground's contact frame, the back-EMF damping) then the float
-    scratch W. The last step's row codes and impulses are the warm start (prev_codes[0:prev_m],
+    robot's shapes rs_I, rs_F. MI, MF: the robot's mimic constraints (QuickScratch; MF's last
+    entry their error-correction rate beta), None without them: numba then leaves out the
+    blocks under `MI is not None` before it types the call, and compiles neither the mimics'
+    functions nor the constrained impulse step for such a robot. The robot's constant arrays
+    come packed (QuickScratch): QI is BI (its header, _stage's I, the integration's integ_at and
+    integ, Pinocchio's q_to_pin, the conventions' block_q) then the integer scratch WI; QF is BF
+    (_stage's C, each joint's friction bound per second, the ground's contact frame, the
+    back-EMF damping) then the float scratch W. The last step's row codes and impulses are the warm start (prev_codes[0:prev_m],
     and prev_lam's prev_m from where bit 8 says). Writes OF and OI (the layouts in
     QuickScratch), and Pinocchio's inputs at the step's result into QF from `pin_at`
     (QuickScratch's slots). Returns (DONE or why not, the contacts, the rows, the sweeps, the
@@ -118,7 +121,6 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     QI, QF = _ints_of(arrays, 4), _floats_of(arrays, 5)
     commands, states = _floats_of(arrays, 6), _states_of(arrays, 7)
     rs_I, rs_F = _ints_of(arrays, 8), _floats_of(arrays, 9)
-    MI, MF = _ints_of(arrays, 10), _floats_of(arrays, 11)
     u_bar_rule = (flags >> 5) & 3
     n, nq = u.shape[0], q.shape[0]
     BI, WI = QI[0:QI[12]], QI[QI[12]:]
@@ -180,12 +182,11 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     L = carve(SF, M_end + 4 * n, (n, n))
     # mimic constraints: their rows and elimination (constraints.Elimination.of_mimics, in
     # MF's slots: the errors e, u_0, EF, the scratch), the solver's start u_0 instead of u*
-    kc = MI[0]
-    EI, EF = MI[0:0], MF[0:0]
+    EF, EI = _elimination_of(MI, MF, n)  # (None, None without mimics)
+    kc = 0
     u_free = u_star
-    if kc:
-        EI = MI[1 + 4 * kc:3 + 5 * kc]
-        EF = MF[3 * kc + n:3 * kc + n + 4 * kc * n + kc * kc + 2 * kc]  # (packed_size)
+    if MI is not None:
+        kc = MI[0]
         u_free = MF[3 * kc:3 * kc + n]
         _eliminate_mimics(q, MI[1:1 + kc], MI[1 + kc:1 + 2 * kc], MI[1 + 2 * kc:1 + 3 * kc],
                           MI[1 + 3 * kc:1 + 4 * kc], MF[0:kc], MF[kc:2 * kc], L,
@@ -202,17 +203,17 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
             n_fric += 1
     m0 = n_lim + n_vel + n_fric
     m = m0 + 3 * nc
-    c_out = carve(OF, c0 + _PER_CONTACT * emax + n, (2 * kc, 3))  # (QuickScratch.at_constraints)
     if m == 0:  # no row: u_{t+1} = u* (u_0 with constraints), then spec step 6 and the table
         # without impulses (with constraints: theirs, lambda_0), the loops of _impulse_step
         # after its solve (ArticulatedSystem.finish_step's results)
         FI = W[ls:]
         for i in range(n):
             u_next[i] = u_free[i]
-        if kc:  # (Elimination.impulses of no row: lambda_0 and J^T lambda_0)
+        if MI is not None:  # (Elimination.impulses of no row: lambda_0 and J^T lambda_0)
             _advance_constrained(EF, EI, q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd,
                                  kp, kd, b, tau_act, k_s, spring_err, tau_ext, FI, q_next, table)
-            _mimic_report(EF, MF[2 * kc:3 * kc], n, c_out)
+            _mimic_report(EF, MF[2 * kc:3 * kc], n,  # (QuickScratch.at_constraints)
+                          carve(OF, c0 + _PER_CONTACT * emax + n, (2 * kc, 3)))
         else:
             _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
                      k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
@@ -331,8 +332,9 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
                            target_c, L, q, u, u_free, lam, max_iterations, tolerance, dt,
                            u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
                            FI, II, u_next, q_next, table, EF, EI)
-    if kc:
-        _mimic_report(EF, MF[2 * kc:3 * kc], n, c_out)
+    if MI is not None:
+        _mimic_report(EF, MF[2 * kc:3 * kc], n, carve(OF, c0 + _PER_CONTACT * emax + n,
+                                                      (2 * kc, 3)))
     force = carve(OF, c0 + _C_FORCE * nc, (nc, 3))
     for e in range(nc):  # (ContactSet.loads_on's vectors: numpy's impulse / dt, entry by entry)
         for i in range(3):
@@ -351,6 +353,29 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
         _next_inputs(q_next, u_next, q_to_pin, bq, bu, QF[pin_at:], OF[c0 + _PER_CONTACT * emax:],
                      flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
     return DONE, nc, m, sweeps, mask
+
+
+def _elimination_of(MI, MF, n):
+    """(EF, EI): the slots of the mimics' elimination in MF and MI (QuickScratch), or (None,
+    None) when the robot has no mimics (MI is None). In a compiled loop the two cases are two
+    functions chosen by MI's type (below): a function whose result is None or arrays would give
+    numba's Optional type, which keeps the constrained code in _impulse_step's compiled code."""
+    if MI is None:
+        return None, None
+    return _elimination_slots(MI, MF, n)
+
+
+def _elimination_slots(MI, MF, n):
+    kc = MI[0]
+    return MF[3 * kc + n:3 * kc + n + 4 * kc * n + kc * kc + 2 * kc], \
+        MI[1 + 4 * kc:3 + 5 * kc]  # (EF: packed_size's floats)
+
+
+@overload(_elimination_of, jit_options={"_nrt": False})
+def _elimination_of_compiled(MI, MF, n):
+    if isinstance(MI, types.NoneType):
+        return lambda MI, MF, n: (None, None)
+    return _elimination_slots
 
 
 @kernel
@@ -433,8 +458,8 @@ class QuickScratch:
             self.MI = np.concatenate([[k], *plan[1:5], np.zeros(2 + k)]).astype(np.int64)
             floats = k + nv + packed_size(k, nv) + scratch_size(k, nv) + 1
             self.MF = np.concatenate([*plan[5:7], np.zeros(floats)])
-        else:
-            self.MI, self.MF = np.zeros(1, dtype=np.int64), np.zeros(0)
+        else:  # (_quick's arguments: None leaves the mimics' code out of its compiled code)
+            self.MI, self.MF = None, None
         nf = _g_at(mmax, nv, m0max, emax) + 2 * len(_SOURCES) * nv + 2 * nv + \
             (_constrained_size(mmax, nv, len(_SOURCES), k) if k else 0)
         ni = emax + 2 * (m0max + emax) + len(_SOURCES)
@@ -485,8 +510,7 @@ class QuickScratch:
                     (J_world, _JACOBIANS), (supports, _SUPPORTS), (self.QI, _INTS),
                     (self.QF, _FLOATS), (s.commands, _FLOATS), (jr.states, _STATES),
                     (rs.packed_I if rs is not None else self.QI, _INTS),
-                    (rs.packed_F if rs is not None else self.QF, _FLOATS),
-                    (self.MI, _INTS), (self.MF, _FLOATS)])
+                    (rs.packed_F if rs is not None else self.QF, _FLOATS)])
             except TypeError:  # (views of Pinocchio's data of other kinds: lean.step's)
                 self.eligible = False
         # the record of a step's results in OF (ArticulatedSystem.end_step's) but OF, by the mask
@@ -822,7 +846,7 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     answer = _quick(world.dt, h, margin, float(s.solver_tolerance), int(s.solver_max_iterations),
                     flags, qs.arrays.table, qs.R_none if R is None else R, params, bounds, row,
                     upper, h_pin, u_pin, s.q, s.u, s.transmission.stall, prev_codes, prev_lam,
-                    prev_m, qs.pin_at[qs.pin_slot], OF, OI)
+                    prev_m, qs.pin_at[qs.pin_slot], OF, OI, qs.MI, qs.MF)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
