@@ -200,6 +200,53 @@ def _carved(typingctx, buffer, start, shape):
     return out(buffer, start, shape), codegen
 
 
+def _span_python(buffer, start, stop):
+    """span as Python: `buffer[start:stop]`."""
+    return buffer[start:stop]
+
+
+@intrinsic
+def _spanned(typingctx, buffer, start, stop):
+    """span in a compiled loop: the view's pointer, length and stride filled in place."""
+    if not (isinstance(buffer, types.Array) and buffer.ndim == 1 and buffer.layout == "C"
+            and isinstance(start, types.Integer) and isinstance(stop, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, args[0])
+        view = make_array(buffer)(context, builder)
+        itemsize = context.get_constant(
+            types.intp, context.get_abi_sizeof(context.get_data_type(buffer.dtype)))
+        first = context.cast(builder, args[1], signature.args[1], types.intp)
+        end = context.cast(builder, args[2], signature.args[2], types.intp)
+        length = builder.sub(end, first)
+        if numba.config.BOUNDSCHECK:  # (NUMBA_BOUNDSCHECK=1: the view must lie in the buffer)
+            zero = context.get_constant(types.intp, 0)
+            n = cgutils.unpack_tuple(builder, src.shape, 1)[0]
+            bad = builder.or_(builder.icmp_signed("<", first, zero),
+                              builder.icmp_signed("<", length, zero))
+            bad = builder.or_(bad, builder.icmp_signed(">", end, n))
+            with cgutils.if_unlikely(builder, bad):
+                context.call_conv.return_user_exc(
+                    builder, IndexError, ("span: the view does not lie in its buffer",))
+        populate_array(view, data=builder.gep(src.data, [first]),
+                       shape=cgutils.pack_array(builder, [length]),
+                       strides=cgutils.pack_array(builder, [itemsize]), itemsize=itemsize,
+                       meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, buffer, view._getvalue())
+    return buffer(buffer, start, stop), codegen
+
+
+# span(buffer, start, stop): the entries start..stop-1 of the contiguous 1-D `buffer`, a view:
+# what `buffer[start:stop]` gives for 0 <= start <= stop <= len(buffer), without the slice's
+# handling of other bounds (negative ones, past the end), which the loops never use. A slice's
+# code took numba about 10 ms to compile at each of the some 200 places where the loops cut their
+# packed arguments and scratch, and LLVM optimised it again in every caller; span's, about a
+# third of that (benchmarks/README.md). Like carve: the slice itself with NUMBA_DISABLE_JIT=1,
+# and an IndexError for a view outside its buffer with NUMBA_BOUNDSCHECK=1.
+span = _span_python if numba.config.DISABLE_JIT else _spanned
+
+
 # carve(buffer, start, shape): the C-ordered array of `shape` (a tuple of ints) whose entries are
 # those of the contiguous 1-D `buffer` from index `start` on, a view: what
 # `buffer[start:start + prod(shape)].reshape(shape)` gives, without its checks (the caller keeps

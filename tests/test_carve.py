@@ -1,11 +1,12 @@
-"""raisimcli.jit.carve: the compiled loops' views of packed 1-D arrays, which must be the arrays
-numpy's slice and reshape make (same entries, same shape, C order, sharing the memory)."""
+"""raisimcli.jit.carve and span: the compiled loops' views of packed 1-D arrays, which must be
+the arrays numpy's slice (and reshape) make (same entries, same shape, C order, sharing the
+memory)."""
 
 import numba
 import numpy as np
 import pytest
 
-from raisimcli.jit import _carve_python, carve
+from raisimcli.jit import _carve_python, _span_python, carve, span
 
 
 @numba.njit
@@ -86,3 +87,69 @@ def test_a_carved_view_past_its_buffer_raises_under_numba_s_bounds_check(tmp_pat
                          text=True, check=True).stdout.split("\n")
     assert out[0] == str(float(sum(range(4, 10))))
     assert out[1:4] == ["carve: the view does not lie in its buffer"] * 3
+
+
+@numba.njit
+def _spans(buffer, start, stop):
+    return span(buffer, start, stop), buffer[start:stop]
+
+
+@pytest.mark.parametrize("start,stop", [(0, 60), (0, 0), (7, 19), (59, 60), (60, 60), (13, 13)])
+def test_a_span_is_numpy_s_slice(start, stop):
+    buffer = np.random.default_rng(stop).normal(size=60)
+    got, sliced = _spans(buffer, start, stop)
+    assert got.shape == sliced.shape == (stop - start,) and got.flags["C_CONTIGUOUS"]
+    assert got.tobytes() == sliced.tobytes() == buffer[start:stop].tobytes()
+    if stop > start:  # a view: a write shows in the buffer
+        got[-1] = 123.0
+        assert buffer[stop - 1] == 123.0
+    assert np.array_equal(_span_python(buffer, start, stop), buffer[start:stop])
+
+
+def test_a_span_of_integers_keeps_its_type_and_its_buffer_alive():
+    got = _spans(np.arange(30, dtype=np.int64), 3, 9)[0]  # (nothing else holds the buffer)
+    np.ones(1000, dtype=np.int64)
+    assert got.dtype == np.int64 and got.tolist() == list(range(3, 9))
+
+
+def test_span_refuses_what_it_cannot_view_when_compiled():
+    with pytest.raises(numba.core.errors.TypingError):  # a strided buffer
+        _spans(np.arange(60.0)[::2], 0, 2)
+    with pytest.raises(numba.core.errors.TypingError):  # a matrix
+        _spans(np.zeros((3, 4)), 0, 2)
+
+
+_SPAN_BOUNDS_CHECK = """
+import numba
+import numpy as np
+from raisimcli.jit import span
+
+@numba.njit
+def view_sum(buffer, start, stop):
+    v = span(buffer, start, stop)
+    s = 0.0
+    for i in range(v.shape[0]):
+        s += v[i]
+    return s
+
+buffer = np.arange(10.0)
+print(view_sum(buffer, 4, 10))  # entries 4..9: the last view that fits
+for start, stop in ((5, 11), (-1, 3), (4, 3)):
+    try:
+        view_sum(buffer, start, stop)
+        print("no error")
+    except IndexError as e:
+        print(e)
+"""
+
+
+def test_a_span_past_its_buffer_raises_under_numba_s_bounds_check(tmp_path):
+    # as carve's (above): past the end, a negative start, a stop before the start
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _SPAN_BOUNDS_CHECK], env=env,
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == str(float(sum(range(4, 10))))
+    assert out[1:4] == ["span: the view does not lie in its buffer"] * 3

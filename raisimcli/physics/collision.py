@@ -16,7 +16,7 @@ import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import ModelError
-from raisimcli.jit import carve, kernel
+from raisimcli.jit import carve, kernel, span
 from raisimcli.linalg import matmul, norm
 
 
@@ -435,26 +435,27 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # n
     (n, 3), entry_distance, entry_params (n, 5)."""
     m, nh, npts = I[0], I[1], I[2]  # (m shapes)
     a = 3
-    bodies, kind, material_index = I[a:a + m], I[a + m:a + 2 * m], I[a + 2 * m:a + 3 * m]
+    bodies, kind = span(I, a, a + m), span(I, a + m, a + 2 * m)
+    material_index = span(I, a + 2 * m, a + 3 * m)
     a += 3 * m
-    hull = I[a:a + nh]
+    hull = span(I, a, a + nh)
     a += nh
-    shape, entry_bodies = I[a:a + m], I[a + m:a + 2 * m]
+    shape, entry_bodies = span(I, a, a + m), span(I, a + m, a + 2 * m)
     placements = carve(F, 0, (m, 4, 4))
     a = 16 * m
     extent = carve(F, a, (m, 3))
     a += 3 * m
     hull_points = carve(F, a, (npts, 3))
     a += 3 * npts
-    radii = F[a:a + m]
+    radii = span(F, a, a + m)
     a += m
     poses = carve(F, a, (m, 4, 4))
     a += 16 * m
-    lowest = F[a:a + m]
+    lowest = span(F, a, a + m)
     a += m
     point = carve(F, a, (m, 3))
     a += 3 * m
-    distance = F[a:a + m]
+    distance = span(F, a, a + m)
     entry_params = carve(F, a + m, (m, 5))
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)

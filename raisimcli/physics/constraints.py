@@ -25,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from raisimcli.jit import carve, kernel
+from raisimcli.jit import carve, kernel, span
 from raisimcli.linalg import Cholesky, _cho_solve_rows, _cholesky, _mm, _mv, _pivoted_rank, \
     _skipping_mm, matmul
 from raisimcli.physics.step.contact_rows import _point_jacobian
@@ -233,7 +233,7 @@ def _report(A, lam, e, plan, out):
     for c in range(plan.shape[0]):
         r0, r1 = plan[c, 0], plan[c, 1]
         if plan[c, 2]:
-            _mv(A[r0:r1].T, lam[r0:r1], out[0, c])
+            _mv(A[r0:r1].T, span(lam, r0, r1), out[0, c])
         else:
             out[0, c, 0], out[0, c, 1], out[0, c, 2] = lam[r0], 0.0, 0.0
         for i in range(3):
@@ -322,7 +322,7 @@ def _eliminate(L, J, e, u_star, beta_, tolerance, MinvJT, D, work, perm, J_kept,
                 for j in range(k):
                     work[i, j] = D[i, j]
             rank = _pivoted_rank(work, tolerance * scale, perm)
-    kept = perm[:rank]
+    kept = span(perm, 0, rank)
     for a in range(1, rank):  # kept sorted in place (insertion sort): the kept rows in row order
         r, b = kept[a], a
         while b > 0 and kept[b - 1] > r:
@@ -448,7 +448,7 @@ def _eliminate_packed(L, J, e, u_star, beta_, tolerance, W, EF, EI, u0):
     a += k
     lam0 = carve(W, a, (k, 1))
     b = 2 * k * nv + k * k  # lambda_0, then every row's J and M~^-1 J^T
-    lambda0 = EF[b:b + k]
+    lambda0 = span(EF, b, b + k)
     J_all = carve(EF, b + k, (k, nv))
     MinvJT = carve(EF, b + k + k * nv, (nv, k))
     for i in range(k):
@@ -456,7 +456,8 @@ def _eliminate_packed(L, J, e, u_star, beta_, tolerance, W, EF, EI, u0):
             J_all[i, c] = J[i, c]
         for j in range(k):
             L_D[i, j] = 0.0
-    rank, info = _eliminate(L, J_all, e, u_star, beta_, tolerance, MinvJT, D, work, EI[2:],
+    rank, info = _eliminate(L, J_all, e, u_star, beta_, tolerance, MinvJT, D, work,
+                            span(EI, 2, EI.shape[0]),
                             J_kept, MinvJT_kept, D_kept, L_D, rhs, lam0, lambda0, u0)
     EI[0], EI[1] = k, rank
     EJ = carve(EF, 0, (rank, nv))

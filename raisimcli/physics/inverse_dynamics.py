@@ -21,7 +21,7 @@ import numpy as np
 import pinocchio as pin
 from numba import types
 
-from raisimcli.jit import ArrayTable, carve, kernel, table_view
+from raisimcli.jit import ArrayTable, carve, kernel, span, table_view
 from raisimcli.linalg import dot, matmul
 from raisimcli.physics.contacts import ContactLoads
 from raisimcli.physics.conventions import _step_pin_acceleration
@@ -138,16 +138,16 @@ def _wrenches(arrays, step_placements, load_lin, load_ang, mask, force, torque, 
         _vectors_of(arrays, 9)
     ints, floats = _ints_of(arrays, 10), _floats_of(arrays, 11)
     scratch, moment, point = _matrix_of(arrays, 12), _matrix_of(arrays, 13), _matrix_of(arrays, 14)
-    moving_rows, moving_bodies = ints[ints[0]:ints[1]], ints[ints[1]:ints[2]]
-    rows, bodies = ints[ints[2]:ints[3]], ints[ints[3]:ints[4]]
-    in_off, hang_off, hang_bodies = ints[ints[4]:ints[5]], ints[ints[5]:ints[6]], \
-        ints[ints[6]:ints[7]]
-    one_rows, one_bodies, prismatic = ints[ints[7]:ints[8]], ints[ints[8]:ints[9]], \
-        ints[ints[9]:ints[10]]
+    moving_rows, moving_bodies = span(ints, ints[0], ints[1]), span(ints, ints[1], ints[2])
+    rows, bodies = span(ints, ints[2], ints[3]), span(ints, ints[3], ints[4])
+    in_off, hang_off, hang_bodies = span(ints, ints[4], ints[5]), span(ints, ints[5], ints[6]), \
+        span(ints, ints[6], ints[7])
+    one_rows, one_bodies, prismatic = span(ints, ints[7], ints[8]), span(ints, ints[8], ints[9]), \
+        span(ints, ints[9], ints[10])
     nf, n_in, n_one = rows.shape[0], in_off[in_off.shape[0] - 1], one_rows.shape[0]
     a = 3 * nf
     frames = carve(floats, 0, (nf, 3))
-    in_mass = floats[a:a + n_in]
+    in_mass = span(floats, a, a + n_in)
     a += n_in
     in_lever = carve(floats, a, (n_in, 3))
     a += 3 * n_in

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from raisimcli.jit import carve, kernel
+from raisimcli.jit import carve, kernel, span
 from raisimcli.linalg import _cho_solve_rows
 from raisimcli.physics.constraints import _recovered, _response
 from raisimcli.physics.conventions import _integrate
@@ -102,38 +102,39 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     m = m0 + 3 * nc
     # the packed arrays (_packed_rows' layout)
     a = 3
-    bstart, bkind = RI[a:a + nb], RI[a + nb:a + 2 * nb]
+    bstart, bkind = span(RI, a, a + nb), span(RI, a + nb, a + 2 * nb)
     a += 2 * nb
-    order = RI[a:a + m]
-    starts = RI[a + m:a + m + ns + 1]
+    order = span(RI, a, a + m)
+    starts = span(RI, a + m, a + m + ns + 1)
     a += m + ns + 1
-    integ_at = RI[a:a + 7]
-    integ = RI[a + 7:]
+    integ_at = span(RI, a, a + 7)
+    integ = span(RI, a + 7, RI.shape[0])
     bJ = carve(RF, 0, (m0, nv))
     a = m0 * nv
-    btarget, blo, bhi = RF[a:a + m0], RF[a + m0:a + 2 * m0], RF[a + 2 * m0:a + 3 * m0]
-    bmu = RF[a + 3 * m0:a + 3 * m0 + nb]
+    btarget, blo = span(RF, a, a + m0), span(RF, a + m0, a + 2 * m0)
+    bhi = span(RF, a + 2 * m0, a + 3 * m0)
+    bmu = span(RF, a + 3 * m0, a + 3 * m0 + nb)
     # the arrays of the step, carved from F and I in _workspace's layout (_g_at)
     a = 0
-    signs = F[a:a + nc]
+    signs = span(F, a, a + nc)
     a += nc
     jac_scratch = carve(F, a, (12, nv))
     a += 12 * nv
-    vn = F[a:a + nc]
+    vn = span(F, a, a + nc)
     a += nc
     J = carve(F, a, (m, nv))
     a += m * nv
-    target = F[a:a + m]
-    lo = F[a + m:a + 2 * m]
-    hi = F[a + 2 * m:a + 3 * m]
+    target = span(F, a, a + m)
+    lo = span(F, a + m, a + 2 * m)
+    hi = span(F, a + 2 * m, a + 3 * m)
     a += 3 * m
-    mu = F[a:a + nb + nc]
+    mu = span(F, a, a + nb + nc)
     a += nb + nc
     response = carve(F, a, (nv, m))
     a += nv * m
     G = carve(F, a, (2 * m, m))  # G and its transpose (_solve's G2)
     a += 2 * m * m
-    v = F[a:a + m]
+    v = span(F, a, a + m)
     a += m
     scratch = carve(F, a, (5, 3))
     a += 15
@@ -141,13 +142,13 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     a += ns * nv
     impulses = carve(F, a, (ns, nv))
     a += ns * nv
-    u_bar = F[a:a + nv]
-    du = F[a + nv:a + 2 * nv]
+    u_bar = span(F, a, a + nv)
+    du = span(F, a + nv, a + 2 * nv)
     a += 2 * nv
-    first_rows = I[0:nc]
-    start = I[nc:nc + nb + nc]
-    kind = I[nc + nb + nc:nc + 2 * (nb + nc)]
-    nonzero = I[nc + 2 * (nb + nc):nc + 2 * (nb + nc) + ns]
+    first_rows = span(I, 0, nc)
+    start = span(I, nc, nc + nb + nc)
+    kind = span(I, nc + nb + nc, nc + 2 * (nb + nc))
+    nonzero = span(I, nc + 2 * (nb + nc), nc + 2 * (nb + nc) + ns)
     for i in range(nc):
         signs[i] = 1.0
     # the rows: the joints', then a contact block per contact
@@ -177,21 +178,21 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
         constrained = EI.shape[0] > 0
     if EI is not None and constrained:
         k_c, r = EI[0], EI[1]
-        kept = EI[2:2 + r]
+        kept = span(EI, 2, 2 + r)
         EJ = carve(EF, 0, (r, nv))
         L_D = carve(EF, k_c * nv, (r, r))
         MinvJT = carve(EF, k_c * nv + k_c * k_c, (nv, r))
         e0 = 2 * k_c * nv + k_c * k_c
-        lambda0 = EF[e0:e0 + k_c]
+        lambda0 = span(EF, e0, e0 + k_c)
         J_all = carve(EF, e0 + k_c, (k_c, nv))
         e0 += k_c + 2 * k_c * nv
-        lam_c = EF[e0:e0 + k_c]
+        lam_c = span(EF, e0, e0 + k_c)
         # the constraints' part of F (_workspace's order)
-        generalized = F[a:a + nv]
+        generalized = span(F, a, a + nv)
         a += nv
         DinvJY = carve(F, a, (r, m))
         a += k_c * m
-        v_c = F[a:a + r]
+        v_c = span(F, a, a + r)
         a += k_c
         JY, JYT = carve(F, a, (r, m)), carve(F, a + r * m, (m, r))
         a += 2 * k_c * m
@@ -244,9 +245,10 @@ def _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, 
             u_bar[i] = 0.5 * (u[i] + u_next[i])
         else:
             u_bar[i] = u[i]
-    _integrate(q, u_bar, dt, integ[integ_at[0]:integ_at[1]], integ[integ_at[1]:integ_at[2]],
-               integ[integ_at[2]:integ_at[3]], integ[integ_at[3]:integ_at[4]],
-               integ[integ_at[4]:integ_at[5]], integ[integ_at[5]:integ_at[6]], q_next)
+    _integrate(q, u_bar, dt, span(integ, integ_at[0], integ_at[1]),
+               span(integ, integ_at[1], integ_at[2]),
+               span(integ, integ_at[2], integ_at[3]), span(integ, integ_at[3], integ_at[4]),
+               span(integ, integ_at[4], integ_at[5]), span(integ, integ_at[5], integ_at[6]), q_next)
     for i in range(nv):
         du[i] = u_next[i] - u[i]
     _table(dt, du, u, u_next, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext, impulses,
@@ -265,11 +267,11 @@ def _advance_constrained(EF, EI, q, u, u_next, dt, u_bar_rule, integ_at, integ, 
     k_c, r = EI[0], EI[1]
     e0 = 2 * k_c * nv + k_c * k_c  # (constraints.packed_size's slots)
     generalized = carve(W, 2 * nv, (1, nv))
-    _recovered(EF[e0:e0 + k_c], EI[2:2 + r], carve(W, 0, (r, 0)), W[0:0], 0,
-               carve(EF, e0 + k_c, (k_c, nv)), W[3 * nv:3 * nv + r],
-               EF[e0 + k_c + 2 * k_c * nv:e0 + 2 * k_c + 2 * k_c * nv], generalized[0])
+    _recovered(span(EF, e0, e0 + k_c), span(EI, 2, 2 + r), carve(W, 0, (r, 0)), span(W, 0, 0), 0,
+               carve(EF, e0 + k_c, (k_c, nv)), span(W, 3 * nv, 3 * nv + r),
+               span(EF, e0 + k_c + 2 * k_c * nv, e0 + 2 * k_c + 2 * k_c * nv), generalized[0])
     _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act, k_s,
-             spring_err, tau_ext, generalized, W[0:nv], W[nv:2 * nv], q_next, table)
+             spring_err, tau_ext, generalized, span(W, 0, nv), span(W, nv, 2 * nv), q_next, table)
 
 
 def _plan(s, joint, contacts, nc: int) -> tuple:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 
-from raisimcli.jit import ArrayTable, kernel, table_view
+from raisimcli.jit import ArrayTable, kernel, span, table_view
 from raisimcli.linalg import Cholesky, _cho_solve, _cholesky, _quadratic
 from raisimcli.physics.conventions import _mass_matrix
 from raisimcli.physics.step.actuators import _actuators
@@ -67,11 +67,12 @@ def _generalized_force(T, u, stall, back_emf, peak, tau_a, gear, enforce, kp, kd
     """actuator_torques' tau_act (the loops of _actuators; 0 without actuators) into scratch's
     end, then _command_plus into out; scratch: (5 n_act + nv,)."""
     n_act, n = T.shape[0], u.shape[0]
-    tau_act = scratch[5 * n_act:5 * n_act + n]
+    tau_act = span(scratch, 5 * n_act, 5 * n_act + n)
     if n_act:
-        _actuators(T, u, stall, back_emf, peak, tau_a, gear, enforce, scratch[0:n_act],
-                   scratch[n_act:2 * n_act], scratch[2 * n_act:3 * n_act],
-                   scratch[3 * n_act:4 * n_act], scratch[4 * n_act:5 * n_act], tau_act)
+        _actuators(T, u, stall, back_emf, peak, tau_a, gear, enforce, span(scratch, 0, n_act),
+                   span(scratch, n_act, 2 * n_act), span(scratch, 2 * n_act, 3 * n_act),
+                   span(scratch, 3 * n_act, 4 * n_act), span(scratch, 4 * n_act, 5 * n_act),
+                   tau_act)
     else:
         for i in range(n):
             tau_act[i] = 0.0
@@ -124,10 +125,10 @@ def _energies_and_force(M_upper, R, M_pin, M, u, com, g, q_err, stall, mass, fla
     commands, c = _floats_of(arrays, 5), _ints_of(arrays, 6)
     scratch_n, scratch = _floats_of(arrays, 7), _floats_of(arrays, 8)
     if R.shape[0] == 0:  # (no rotation blocks: T = I)
-        bu = bu[0:0]
-    kp, kd = commands[c[0]:c[1]], commands[c[2]:c[3]]
+        bu = span(bu, 0, 0)
+    kp, kd = span(commands, c[0], c[1]), span(commands, c[2], c[3])
     if not flags & 1:
-        kp, kd = commands[c[14]:c[15]], commands[c[14]:c[15]]
+        kp, kd = span(commands, c[14], c[15]), span(commands, c[14], c[15])
     _mass_matrix(M_upper, bu, R, M_pin, M)
     out[0] = 0.5 * _quadratic(M, u, scratch_n)
     gc = 0.0
@@ -135,10 +136,11 @@ def _energies_and_force(M_upper, R, M_pin, M, u, com, g, q_err, stall, mass, fla
     gc += g[1] * com[1]
     gc += g[2] * com[2]
     out[1] = -(mass * gc)
-    _generalized_force(T, u, stall, back_emf, peak, commands[c[12]:c[13]], gear,
-                       (flags & 2) != 0, kp, kd, q_err, commands[c[4]:c[5]],
-                       commands[c[6]:c[7]], commands[c[8]:c[9]], commands[c[10]:c[11]],
-                       scratch, out[2:])
+    _generalized_force(T, u, stall, back_emf, peak, span(commands, c[12], c[13]), gear,
+                       (flags & 2) != 0, kp, kd, q_err, span(commands, c[4], c[5]),
+                       span(commands, c[6], c[7]), span(commands, c[8], c[9]),
+                       span(commands, c[10], c[11]),
+                       scratch, span(out, 2, out.shape[0]))
 
 
 def explicit_pass(dt: float, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raisimcli.jit import carve, kernel
+from raisimcli.jit import carve, kernel, span
 from raisimcli.linalg import Cholesky
 from raisimcli.physics.commands import COMMANDS
 from raisimcli.physics.constraints import eliminate
@@ -77,42 +77,47 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     definite)."""
     n = u.shape[0]
     n_act = stall.shape[0]
-    flags = I[0:6]
-    bu, floating_u = I[I[6]:I[7]], I[I[7]:I[8]]
-    one_q, one_u = I[I[8]:I[9]], I[I[9]:I[10]]
-    qidx, idx = I[I[10]:I[11]], I[I[11]:I[12]]
+    flags = span(I, 0, 6)
+    bu, floating_u = span(I, I[6], I[7]), span(I, I[7], I[8])
+    one_q, one_u = span(I, I[8], I[9]), span(I, I[9], I[10])
+    qidx, idx = span(I, I[10], I[11]), span(I, I[11], I[12])
     nj = idx.shape[0]
-    c = I[I[12]:I[13]]  # (COMMANDS' views: kp, kd, q_ref, u_ref, tau_ff, the limits, b_joint,
-    # k_s, spring_rest, tau_a, the zero gains, and the end)
-    kp, kd = commands[c[0]:c[1]], commands[c[1]:c[2]]
+    # COMMANDS' views: kp, kd, q_ref, u_ref, tau_ff, the limits, b_joint, k_s, spring_rest,
+    # tau_a, the zero gains, and the end
+    c = span(I, I[12], I[13])
+    kp, kd = span(commands, c[0], c[1]), span(commands, c[1], c[2])
     if not flags[1]:  # (ArticulatedSystem.gains outside PD mode)
-        kp, kd = commands[c[11]:c[12]], commands[c[11]:c[12]]
-    q_ref, u_ref, tau_ff = commands[c[2]:c[3]], commands[c[3]:c[4]], commands[c[4]:c[5]]
-    lower, upper, b_joint = commands[c[5]:c[6]], commands[c[6]:c[7]], commands[c[7]:c[8]]
-    k_s, spring_rest, tau_a = commands[c[8]:c[9]], commands[c[9]:c[10]], commands[c[10]:c[11]]
-    b_out = C[0:n]
+        kp, kd = span(commands, c[11], c[12]), span(commands, c[11], c[12])
+    q_ref, u_ref = span(commands, c[2], c[3]), span(commands, c[3], c[4])
+    tau_ff = span(commands, c[4], c[5])
+    lower, upper = span(commands, c[5], c[6]), span(commands, c[6], c[7])
+    b_joint = span(commands, c[7], c[8])
+    k_s, spring_rest, tau_a = span(commands, c[8], c[9]), span(commands, c[9], c[10]), \
+        span(commands, c[10], c[11])
+    b_out = span(C, 0, n)
     a = n + n_act * n
     T = carve(C, n, (n_act, n))
-    peak, gear = C[a:a + n_act], C[a + n_act:a + 2 * n_act]
+    peak, gear = span(C, a, a + n_act), span(C, a + n_act, a + 2 * n_act)
     a += 2 * n_act
-    j_lower, j_upper, vmax = C[a:a + nj], C[a + nj:a + 2 * nj], C[a + 2 * nj:a + 3 * nj]
+    j_lower, j_upper = span(C, a, a + nj), span(C, a + nj, a + 2 * nj)
+    vmax = span(C, a + 2 * nj, a + 3 * nj)
     M_pin = carve(F, 0, (n, n))
     a = 2 * n * n  # (F[n n:2 n n] is read by no call since _mass_matrix works in place: the
     # offsets here, in _Scratch and in step/quick.py keep the slot)
-    c = F[a:a + n]
+    c = span(F, a, a + n)
     rhs = carve(F, a + 3 * n, (n, 1))  # (F[a + n:a + 3 n]: another slot no call reads)
     x = carve(F, a + 4 * n, (n, 1))
-    w = F[a + 5 * n:a + 6 * n]
-    tau_ext = F[a + 6 * n:a + 7 * n]
+    w = span(F, a + 5 * n, a + 6 * n)
+    tau_ext = span(F, a + 6 * n, a + 7 * n)
     M_tilde = carve(F, a + 7 * n, (n, n))
     a = 3 * n * n + 7 * n  # the results
     M = carve(F, a, (n, n))
     a += n * n
-    h, spring_err, tau_cmd, b = F[a:a + n], F[a + n:a + 2 * n], F[a + 2 * n:a + 3 * n], \
-        F[a + 3 * n:a + 4 * n]
+    h, spring_err = span(F, a, a + n), span(F, a + n, a + 2 * n)
+    tau_cmd, b = span(F, a + 2 * n, a + 3 * n), span(F, a + 3 * n, a + 4 * n)
     a += 4 * n
     L = carve(F, a, (n, n))
-    u_star = F[a + n * n:a + n * n + n]
+    u_star = span(F, a + n * n, a + n * n + n)
     _mass_matrix(M_upper, bu, R, M_pin, M)
     if flags[0]:
         for i in range(n):
@@ -128,11 +133,11 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
             _one_dof_difference(q, spring_rest, one_q, one_u, spring_err)
         else:
             spring_err[:] = 0.0
-    tau_act = act[5 * n_act:5 * n_act + n]
+    tau_act = span(act, 5 * n_act, 5 * n_act + n)
     if n_act:
-        _actuators(T, u, stall, back_emf, peak, tau_a, gear, flags[3] != 0, act[0:n_act],
-                   act[n_act:2 * n_act], act[2 * n_act:3 * n_act], act[3 * n_act:4 * n_act],
-                   act[4 * n_act:5 * n_act], tau_act)
+        _actuators(T, u, stall, back_emf, peak, tau_a, gear, flags[3] != 0, span(act, 0, n_act),
+                   span(act, n_act, 2 * n_act), span(act, 2 * n_act, 3 * n_act),
+                   span(act, 3 * n_act, 4 * n_act), span(act, 4 * n_act, 5 * n_act), tau_act)
     else:
         for i in range(n):
             tau_act[i] = 0.0

@@ -46,7 +46,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from raisimcli.jit import ArrayTable, carve, kernel, table_view
+from raisimcli.jit import ArrayTable, carve, kernel, span, table_view
 from raisimcli.physics.collision import _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
 from raisimcli.physics.constraints import RANK_TOLERANCE, _eliminate_mimics, beta, packed_size, \
@@ -111,11 +111,11 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     come packed (QuickScratch): QI is BI (its header, _stage's I, the integration's integ_at and
     integ, Pinocchio's q_to_pin, the conventions' block_q) then the integer scratch WI; QF is BF
     (_stage's C, each joint's friction bound per second, the ground's contact frame, the
-    back-EMF damping) then the float scratch W. The last step's row codes and impulses are the warm start (prev_codes[0:prev_m],
-    and prev_lam's prev_m from where bit 8 says). Writes OF and OI (the layouts in
-    QuickScratch), and Pinocchio's inputs at the step's result into QF from `pin_at`
-    (QuickScratch's slots). Returns (DONE or why not, the contacts, the rows, the sweeps, the
-    sources of _SOURCES with impulses: bit k for source k)."""
+    back-EMF damping) then the float scratch W. The last step's row codes and impulses are the
+    warm start (prev_codes[0:prev_m], and prev_lam's prev_m from where bit 8 says). Writes OF
+    and OI (the layouts in QuickScratch), and Pinocchio's inputs at the step's result into QF
+    from `pin_at` (QuickScratch's slots). Returns (DONE or why not, the contacts, the rows, the
+    sweeps, the sources of _SOURCES with impulses: bit k for source k)."""
     pl_R, pl_T = _rotations_of(arrays, 0), _origins_of(arrays, 1)
     J_world, supports = _jacobians_of(arrays, 2), _supports_of(arrays, 3)
     QI, QF = _ints_of(arrays, 4), _floats_of(arrays, 5)
@@ -123,28 +123,28 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     rs_I, rs_F = _ints_of(arrays, 8), _floats_of(arrays, 9)
     u_bar_rule = (flags >> 5) & 3
     n, nq = u.shape[0], q.shape[0]
-    BI, WI = QI[0:QI[12]], QI[QI[12]:]
+    BI, WI = span(QI, 0, QI[12]), span(QI, QI[12], QI.shape[0])
     nj, n_act = BI[9], BI[10]
     m0max, emax = 2 * nj, BI[11]
-    stage_I = BI[BI[0]:BI[1]]
-    integ_at, integ = BI[BI[1]:BI[2]], BI[BI[2]:BI[3]]
+    stage_I = span(BI, BI[0], BI[1])
+    integ_at, integ = span(BI, BI[1], BI[2]), span(BI, BI[2], BI[3])
     lc = n + n_act * n + 2 * n_act + 3 * nj
-    BF, W = QF[0:BI[13]], QF[BI[13]:]
-    stage_C = BF[0:lc]
-    fric = BF[lc:lc + nj]
+    BF, W = span(QF, 0, BI[13]), span(QF, BI[13], QF.shape[0])
+    stage_C = span(BF, 0, lc)
+    fric = span(BF, lc, lc + nj)
     up = carve(BF, lc + nj, (3, 3))
-    back_emf = BF[lc + nj + 9:lc + nj + 9 + n_act]
-    bu = stage_I[stage_I[6]:stage_I[7]]  # (the conventions' block_u)
-    q_to_pin, bq = BI[BI[14]:BI[15]], BI[BI[15]:BI[12]]
+    back_emf = span(BF, lc + nj + 9, lc + nj + 9 + n_act)
+    bu = span(stage_I, stage_I[6], stage_I[7])  # (the conventions' block_u)
+    q_to_pin, bq = span(BI, BI[14], BI[15]), span(BI, BI[15], BI[12])
     if R.shape[0] == 0:
-        bu, bq = bu[0:0], bq[0:0]
-    idx = stage_I[stage_I[11]:stage_I[12]]
-    vmax = stage_C[lc - nj:lc]
-    c = stage_I[stage_I[12]:stage_I[13]]  # (the views of `commands`, as _stage reads them)
-    kp, kd = commands[c[0]:c[1]], commands[c[1]:c[2]]
+        bu, bq = span(bu, 0, 0), span(bq, 0, 0)
+    idx = span(stage_I, stage_I[11], stage_I[12])
+    vmax = span(stage_C, lc - nj, lc)
+    c = span(stage_I, stage_I[12], stage_I[13])  # (the views of `commands`, as _stage reads them)
+    kp, kd = span(commands, c[0], c[1]), span(commands, c[1], c[2])
     if not flags & 1:  # (ArticulatedSystem.gains outside PD mode)
-        kp, kd = commands[c[11]:c[12]], commands[c[11]:c[12]]
-    k_s = commands[c[8]:c[9]]
+        kp, kd = span(commands, c[11], c[12]), span(commands, c[11], c[12])
+    k_s = span(commands, c[8], c[9])
     # the ground query (ContactWorld.detect of a robot alone on the ground)
     nc = 0
     if flags & 128:
@@ -157,14 +157,14 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
         stage_I[1 + i] = (flags >> i) & 1
     stage_I[5] = 0
     ls = 5 * n * n + 12 * n
-    SF = W[0:ls]
-    q_next, u_next, q_err = OF[0:nq], OF[nq:nq + n], OF[nq + n:nq + 2 * n]
+    SF = span(W, 0, ls)
+    q_next, u_next, q_err = span(OF, 0, nq), span(OF, nq, nq + n), span(OF, nq + n, nq + 2 * n)
     a = nq + 2 * n
     table = carve(OF, a, (_TABLE_ROWS, n))
     a += _TABLE_ROWS * n
-    act = OF[a:a + 5 * n_act + n]
+    act = span(OF, a, a + 5 * n_act + n)
     a += 5 * n_act + n
-    lam_all = OF[a:a + m0max + 3 * emax]
+    lam_all = span(OF, a, a + m0max + 3 * emax)
     prev_at = a if flags & 256 else 0  # (the last step's impulses: where these go in its OF)
     c0 = a + m0max + 3 * emax  # the contacts' arrays
     info = _stage(dt, stage_I, stage_C, M_upper, h_pin, u_pin, R, q, u, commands, stall,
@@ -174,11 +174,11 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     # _stage's results that the steps below read
     a = 3 * n * n + 7 * n
     M_end = a + n * n
-    spring_err, tau_cmd = SF[M_end + n:M_end + 2 * n], SF[M_end + 2 * n:M_end + 3 * n]
-    b = SF[M_end + 3 * n:M_end + 4 * n]
-    u_star = SF[M_end + 4 * n + n * n:M_end + 5 * n + n * n]
-    tau_ext = SF[2 * n * n + 6 * n:2 * n * n + 7 * n]
-    tau_act = act[5 * n_act:5 * n_act + n]
+    spring_err, tau_cmd = span(SF, M_end + n, M_end + 2 * n), span(SF, M_end + 2 * n, M_end + 3 * n)
+    b = span(SF, M_end + 3 * n, M_end + 4 * n)
+    u_star = span(SF, M_end + 4 * n + n * n, M_end + 5 * n + n * n)
+    tau_ext = span(SF, 2 * n * n + 6 * n, 2 * n * n + 7 * n)
+    tau_act = span(act, 5 * n_act, 5 * n_act + n)
     L = carve(SF, M_end + 4 * n, (n, n))
     # mimic constraints: their rows and elimination (constraints.Elimination.of_mimics, in
     # MF's slots: the errors e, u_0, EF, the scratch), the solver's start u_0 instead of u*
@@ -187,11 +187,12 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     u_free = u_star
     if MI is not None:
         kc = MI[0]
-        u_free = MF[3 * kc:3 * kc + n]
-        _eliminate_mimics(q, MI[1:1 + kc], MI[1 + kc:1 + 2 * kc], MI[1 + 2 * kc:1 + 3 * kc],
-                          MI[1 + 3 * kc:1 + 4 * kc], MF[0:kc], MF[kc:2 * kc], L,
-                          MF[2 * kc:3 * kc], u_star, MF[MF.shape[0] - 1], RANK_TOLERANCE,
-                          MF[3 * kc + n + EF.shape[0]:MF.shape[0] - 1], EF, EI, u_free)
+        u_free = span(MF, 3 * kc, 3 * kc + n)
+        _eliminate_mimics(q, span(MI, 1, 1 + kc), span(MI, 1 + kc, 1 + 2 * kc),
+                          span(MI, 1 + 2 * kc, 1 + 3 * kc), span(MI, 1 + 3 * kc, 1 + 4 * kc),
+                          span(MF, 0, kc), span(MF, kc, 2 * kc), L,
+                          span(MF, 2 * kc, 3 * kc), u_star, MF[MF.shape[0] - 1], RANK_TOLERANCE,
+                          span(MF, 3 * kc + n + EF.shape[0], MF.shape[0] - 1), EF, EI, u_free)
     # the joint rows (JointRowTable._build: position limits, velocity limits, then friction)
     n_lim, n_vel, n_fric = 0, 0, 0
     for k in range(nj):
@@ -206,28 +207,30 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     if m == 0:  # no row: u_{t+1} = u* (u_0 with constraints), then spec step 6 and the table
         # without impulses (with constraints: theirs, lambda_0), the loops of _impulse_step
         # after its solve (ArticulatedSystem.finish_step's results)
-        FI = W[ls:]
+        FI = span(W, ls, W.shape[0])
         for i in range(n):
             u_next[i] = u_free[i]
         if MI is not None:  # (Elimination.impulses of no row: lambda_0 and J^T lambda_0)
             _advance_constrained(EF, EI, q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd,
                                  kp, kd, b, tau_act, k_s, spring_err, tau_ext, FI, q_next, table)
-            _mimic_report(EF, MF[2 * kc:3 * kc], n,  # (QuickScratch.at_constraints)
+            _mimic_report(EF, span(MF, 2 * kc, 3 * kc), n,  # (QuickScratch.at_constraints)
                           carve(OF, c0 + _PER_CONTACT * emax + n, (2 * kc, 3)))
         else:
             _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, tau_act,
-                     k_s, spring_err, tau_ext, table[:0], FI[0:n], FI[n:2 * n], q_next, table)
+                     k_s, spring_err, tau_ext, table[:0], span(FI, 0, n), span(FI, n, 2 * n),
+                     q_next, table)
         if bq.shape[0] or flags >> 4 & 1:  # (else the call has nothing to write, and making
             # it cost a fixed base's step 0.2 us: its arguments' views)
-            _next_inputs(q_next, u_next, q_to_pin, bq, bu, QF[pin_at:],
-                         OF[c0 + _PER_CONTACT * emax:], flags >> 4 & 1, u, dt, R, u_pin, stage_I,
-                         FI)
+            _next_inputs(q_next, u_next, q_to_pin, bq, bu, span(QF, pin_at, QF.shape[0]),
+                         span(OF, c0 + _PER_CONTACT * emax, OF.shape[0]), flags >> 4 & 1, u, dt,
+                         R, u_pin, stage_I, FI)
         return DONE, 0, 0, 0, 0
-    codes = OI[0:m]
-    RF = W[ls:ls + m0 * n + 4 * m0]
+    codes = span(OI, 0, m)
+    RF = span(W, ls, ls + m0 * n + 4 * m0)
     bJ = carve(RF, 0, (m0, n))
-    btarget, blo = RF[m0 * n:m0 * n + m0], RF[m0 * n + m0:m0 * n + 2 * m0]
-    bhi, bmu = RF[m0 * n + 2 * m0:m0 * n + 3 * m0], RF[m0 * n + 3 * m0:m0 * n + 4 * m0]
+    btarget, blo = span(RF, m0 * n, m0 * n + m0), span(RF, m0 * n + m0, m0 * n + 2 * m0)
+    bhi = span(RF, m0 * n + 2 * m0, m0 * n + 3 * m0)
+    bmu = span(RF, m0 * n + 3 * m0, m0 * n + 4 * m0)
     for r in range(m0 * n):
         RF[r] = 0.0
     r = 0
@@ -261,22 +264,22 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     for r in range(m0):
         bmu[r] = 0.0
     # the contacts' arrays (ContactSet of _spheres_on_ground), their rows' codes
-    bodies = OI[m0max + 3 * emax:m0max + 3 * emax + nc]
-    shapes = OI[m0max + 4 * emax:m0max + 4 * emax + nc]
+    bodies = span(OI, m0max + 3 * emax, m0max + 3 * emax + nc)
+    shapes = span(OI, m0max + 4 * emax, m0max + 4 * emax + nc)
     points = carve(OF, c0 + _C_POINTS * nc, (nc, 3))
     frames = carve(OF, c0 + _C_FRAMES * nc, (nc, 3, 3))
-    distance = OF[c0 + _C_DISTANCE * nc:c0 + _C_PARAMS * nc]
+    distance = span(OF, c0 + _C_DISTANCE * nc, c0 + _C_PARAMS * nc)
     params = carve(OF, c0 + _C_PARAMS * nc, (nc, 5))
     impulse = carve(OF, c0 + _C_IMPULSE * nc, (nc, 3))
     impulse_contact = carve(OF, c0 + _C_IMPULSE_CONTACT * nc, (nc, 3))
     velocity_contact = carve(OF, c0 + _C_VELOCITY_CONTACT * nc, (nc, 3))
-    target_c = OF[c0 + _C_TARGET * nc:c0 + _C_FORCE * nc]
+    target_c = span(OF, c0 + _C_TARGET * nc, c0 + _C_FORCE * nc)
     if nc:
         ns_ = rs_I[0]
-        e_shape = rs_I[BI[4]:BI[4] + ns_]
-        e_bodies = rs_I[BI[5]:BI[5] + ns_]
+        e_shape = span(rs_I, BI[4], BI[4] + ns_)
+        e_bodies = span(rs_I, BI[5], BI[5] + ns_)
         e_point = carve(rs_F, BI[6], (ns_, 3))
-        e_distance = rs_F[BI[7]:BI[7] + ns_]
+        e_distance = span(rs_F, BI[7], BI[7] + ns_)
         e_params = carve(rs_F, BI[8], (ns_, 5))
         for e in range(nc):
             bodies[e], shapes[e] = e_bodies[e], e_shape[e]
@@ -292,7 +295,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
             for i in range(3):
                 codes[m0 + 3 * e + i] = 3 * nj + 3 * e_shape[e] + i
     # the warm start: the last step's impulse of the row with the same code, else 0
-    lam = lam_all[0:m]
+    lam = span(lam_all, 0, m)
     for r in range(m):
         lam[r] = 0.0
         for p in range(prev_m):
@@ -302,7 +305,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     # _packed_rows' RI: m0, blocks (one scalar block a joint row), sources, their rows in order
     ns = (1 if n_lim + n_vel else 0) + (1 if n_fric else 0) + (1 if nc else 0)
     lr = 3 + 2 * m0 + m + ns + 1
-    RI = WI[0:lr + 7 + integ.shape[0]]
+    RI = span(WI, 0, lr + 7 + integ.shape[0])
     RI[0], RI[1], RI[2] = m0, m0, ns
     for r in range(m0):
         RI[3 + r] = r
@@ -325,21 +328,21 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     for i in range(integ.shape[0]):
         RI[lr + 7 + i] = integ[i]
     # spec steps 4-6 and 5's table (alone._impulse_step, in _workspace's layout)
-    FI = W[ls + m0max * n + 4 * m0max:]
-    II = WI[3 + 2 * m0max + m0max + 3 * emax + 4 + 7 + integ.shape[0]:]
+    FI = span(W, ls + m0max * n + 4 * m0max, W.shape[0])
+    II = span(WI, 3 + 2 * m0max + m0max + 3 * emax + 4 + 7 + integ.shape[0], WI.shape[0])
     sweeps = _impulse_step(RF, RI, J_world, pl_T, supports, bu, R, bodies, points, frames,
                            distance, params, impulse, impulse_contact, velocity_contact,
                            target_c, L, q, u, u_free, lam, max_iterations, tolerance, dt,
                            u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
                            FI, II, u_next, q_next, table, EF, EI)
     if MI is not None:
-        _mimic_report(EF, MF[2 * kc:3 * kc], n, carve(OF, c0 + _PER_CONTACT * emax + n,
-                                                      (2 * kc, 3)))
+        _mimic_report(EF, span(MF, 2 * kc, 3 * kc), n,
+                      carve(OF, c0 + _PER_CONTACT * emax + n, (2 * kc, 3)))
     force = carve(OF, c0 + _C_FORCE * nc, (nc, 3))
     for e in range(nc):  # (ContactSet.loads_on's vectors: numpy's impulse / dt, entry by entry)
         for i in range(3):
             force[e, i] = impulse[e, i] / dt
-    nonzero = II[nc + 2 * (m0 + nc):nc + 2 * (m0 + nc) + ns]
+    nonzero = span(II, nc + 2 * (m0 + nc), nc + 2 * (m0 + nc) + ns)
     mask, k = 0, 0  # bit k: source k of _SOURCES has rows and an impulse
     if n_lim + n_vel:
         mask |= 1 if nonzero[k] else 0
@@ -350,7 +353,8 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     if nc:
         mask |= 4 if nonzero[k] else 0
     if bq.shape[0] or flags >> 4 & 1:  # (as above)
-        _next_inputs(q_next, u_next, q_to_pin, bq, bu, QF[pin_at:], OF[c0 + _PER_CONTACT * emax:],
+        _next_inputs(q_next, u_next, q_to_pin, bq, bu, span(QF, pin_at, QF.shape[0]),
+                     span(OF, c0 + _PER_CONTACT * emax, OF.shape[0]),
                      flags >> 4 & 1, u, dt, R, u_pin, stage_I, FI)
     return DONE, nc, m, sweeps, mask
 
@@ -404,12 +408,12 @@ def _next_inputs(q_next, u_next, q_to_pin, bq, bu, out, acc, inverse_dynamics, u
     `scratch`: 2 nv floats."""
     nq, n, k = q_next.shape[0], u_next.shape[0], bq.shape[0]
     if k:  # (T = I: pinocchio_inputs makes them as cheaply from Python, without this call's views)
-        _pin_inputs(q_next, carve(u_next, 0, (n, 1)), q_to_pin, bq, bu, out[0:nq],
+        _pin_inputs(q_next, carve(u_next, 0, (n, 1)), q_to_pin, bq, bu, span(out, 0, nq),
                     carve(out, nq + n, (k, 3, 3)), carve(out, nq, (n, 1)))
     if inverse_dynamics:
         _step_pin_acceleration(u_next, u, dt, stage_I[0] != 0, bu, R, u_pin,
-                               stage_I[stage_I[7]:stage_I[8]], carve(scratch, 0, (n, 1)),
-                               carve(scratch, n, (n, 1)), acc[0:n])
+                               span(stage_I, stage_I[7], stage_I[8]), carve(scratch, 0, (n, 1)),
+                               carve(scratch, n, (n, 1)), span(acc, 0, n))
 
 
 class QuickScratch:
