@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit, types
 from numba.core import caching, cgutils
 from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
 
 _ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -245,6 +245,24 @@ def _spanned(typingctx, buffer, start, stop):
 # third of that (benchmarks/README.md). Like carve: the slice itself with NUMBA_DISABLE_JIT=1,
 # and an IndexError for a view outside its buffer with NUMBA_BOUNDSCHECK=1.
 span = _span_python if numba.config.DISABLE_JIT else _spanned
+
+
+def present(marker, value):
+    """`value`, or None when `marker` is None. In a compiled loop the choice is made by the
+    type of `marker` when numba compiles the loop, not when it runs: a loop compiled for a
+    `marker` of None gets None, whose type lets numba drop the callee's branches under
+    `x is not None` (see docs/physics.md); one function returning None or `value` at run time
+    would have numba's Optional type, under which such branches are compiled and kept. For the
+    package's loops (`kernel`: without numba's reference counts): it hands back `value` itself,
+    without counting a reference, which a loop compiled with them would count as its own."""
+    return None if marker is None else value
+
+
+@overload(present, jit_options={"_nrt": False})
+def _present_compiled(marker, value):
+    if isinstance(marker, types.NoneType):
+        return lambda marker, value: None
+    return lambda marker, value: value
 
 
 # carve(buffer, start, shape): the C-ordered array of `shape` (a tuple of ints) whose entries are

@@ -570,11 +570,11 @@ def _called_after_pruning(fn, none_args: tuple) -> set:
             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)}
 
 
-def test_a_robot_without_mimics_compiles_none_of_their_code():
+def test_a_robot_without_mimics_or_contacts_compiles_none_of_their_code():
     """The quick call of a robot without mimics (MI, MF None) and the impulse step of a robot
     without constraints (EF, EI None) leave out the constraints' functions, which took about a
     fifth of a fresh environment's first run (benchmarks/README.md); with them, they keep
-    them."""
+    them. So for contacts, for a robot without shapes in the contact world."""
     from raisimcli.physics.step import alone
 
     mimics = {"_eliminate_mimics", "_advance_constrained", "_mimic_report"}
@@ -583,16 +583,41 @@ def test_a_robot_without_mimics_compiles_none_of_their_code():
     constrained = {"_response", "_recovered"}
     assert not constrained & _called_after_pruning(alone._impulse_step, ("EF", "EI"))
     assert constrained <= _called_after_pruning(alone._impulse_step, ())
+    # without shapes in the contact world (bounds None): no ground query, no contact code in
+    # the impulse step (frames None) nor in the sweeps (block_mu None)
+    from raisimcli.physics.step import contact_solver
+    assert "_near_ground" not in _called_after_pruning(quick._quick, ("bounds",))
+    assert "_near_ground" in _called_after_pruning(quick._quick, ())
+    contact = {"_add_rows", "_targets", "_report"}
+    assert not contact & _called_after_pruning(alone._impulse_step, ("frames",))
+    assert contact <= _called_after_pruning(alone._impulse_step, ())
+    assert "solve_contact" not in _called_after_pruning(contact_solver.block_gauss_seidel,
+                                                        ("block_mu",))
+    assert "solve_contact" in _called_after_pruning(contact_solver.block_gauss_seidel, ())
     # the quick call hands the impulse step None for both, not numba's Optional type (which
-    # would keep their code): _elimination_of's two implementations, chosen by MI's type
+    # would keep their code): _elimination_of's two implementations, chosen by MI's type; and
+    # jit.present, which hands on frames and block_mu, None by the marker's type. (The types
+    # numba gives the results, read from its typing of two small loops; compiled without
+    # numba's reference counts, as the package's loops are: these functions return views.)
     from numba import njit, types
+
+    from raisimcli.jit import present
 
     @njit(_nrt=False)
     def slots(MI, MF):
-        return quick._elimination_of(MI, MF, 3)
+        EF, EI = quick._elimination_of(MI, MF, 3)
+        return EF is None
 
-    slots(None, None)
-    slots(np.array([1, 0, 0, 0, 0, 0, 0, 0]), np.zeros(20))
-    returned = [slots.overloads[sig].signature.return_type for sig in slots.signatures]
-    assert returned[0] == types.Tuple((types.none, types.none))
-    assert all(isinstance(t, types.Array) for t in returned[1])
+    @njit(_nrt=False)
+    def handed(marker, value):
+        x = present(marker, value)
+        return x is None
+
+    assert slots(None, None) and not slots(np.array([1, 0, 0, 0, 0, 0, 0, 0]), np.zeros(20))
+    assert handed(None, np.zeros(2)) and not handed(np.zeros(1), np.zeros(2))
+    typed = [slots.overloads[sig].type_annotation.typemap for sig in slots.signatures]
+    assert typed[0]["EF"] == typed[0]["EI"] == types.none
+    assert isinstance(typed[1]["EF"], types.Array) and isinstance(typed[1]["EI"], types.Array)
+    typed = [handed.overloads[sig].type_annotation.typemap for sig in handed.signatures]
+    assert typed[0]["x"] == types.none and isinstance(typed[1]["x"], types.Array)
+    assert present(None, 1.0) is None and present(0, 1.0) == 1.0

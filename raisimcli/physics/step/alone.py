@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from raisimcli.jit import carve, kernel, span
+from raisimcli.jit import carve, kernel, present, span
 from raisimcli.linalg import _cho_solve_rows
 from raisimcli.physics.constraints import _recovered, _response
 from raisimcli.physics.conventions import _integrate
@@ -97,7 +97,12 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     constraints' impulses are recovered after it (_recovered, into EF's last slot) and their
     generalized impulse is the table's "constraints" row after the sources', as
     ArticulatedSystem.finish_step makes them. Returns the sweeps."""
-    nc, nv = distance.shape[0], u.shape[0]
+    # (frames None: a robot that cannot touch anything, whose contact arrays are empty; numba
+    # then leaves out the blocks under `frames is not None` and compiles this function without
+    # the contacts' rows, reports and solve)
+    nc, nv = 0, u.shape[0]
+    if frames is not None:
+        nc = distance.shape[0]
     m0, nb, ns = RI[0], RI[1], RI[2]
     m = m0 + 3 * nc
     # the packed arrays (_packed_rows' layout)
@@ -154,7 +159,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     # the rows: the joints', then a contact block per contact
     _start_rows(bJ, btarget, blo, bhi, bstart, bkind, bmu, params[:, 0], J, target, lo, hi,
                 first_rows, start, kind, mu)
-    if nc:
+    if frames is not None and nc:
         _add_rows(J_world, origins, supports, bodies, points, frames, signs, first_rows, 0, bu, R,
                   jac_scratch, J)
         _targets(J, m0, u, distance, params, dt, vn, target)
@@ -202,9 +207,9 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
         if r and m:  # (Elimination.response: M_c^-1 J^T, and D^-1 J Y)
             _response(EJ, response, L_D, MinvJT, JY, JYT, DinvJY, prod, constrained_response)
             response = constrained_response
-    sweeps, _ = _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterations,
-                       tolerance, G, v, scratch, u_next)
-    if nc:
+    sweeps, _ = _solve(J, response, u_star, lam, target, lo, hi, start, kind, present(frames, mu),
+                       max_iterations, tolerance, G, v, scratch, u_next)
+    if frames is not None and nc:
         _report(frames, J, m0, lam, u_next, target, impulse, impulse_contact, velocity_contact,
                 target_c)
     _impulses_by_source(J, lam, order, starts, 0, g, nonzero)

@@ -132,10 +132,12 @@ def solve_contact(G, v0, tn, mu, lam_out):
 def block_gauss_seidel(G, Gc, v, lam, target, lo, hi, block_start, block_kind, block_mu,
                        max_iterations, tolerance, scratch):
     """Sweep the blocks (a scalar box row, or a 3-row contact), solving each exactly given the
-    others; `v` and `lam` are updated in place; `scratch` (5, 3). Returns (sweeps, largest
-    velocity change of the last sweep). Gc holds G's columns as its rows (Gc[i, k] = G[k, i]):
-    a change of impulse i moves every v[k] by G[k, i] d, read from one contiguous row, which
-    the compiler can do several k at a time (each v[k] gets the same one product and sum)."""
+    others; `v` and `lam` are updated in place; `scratch` (5, 3). `block_mu` None when no block
+    is a contact: the loop is then compiled without the contacts' solve (solve_contact).
+    Returns (sweeps, largest velocity change of the last sweep). Gc holds G's columns as its
+    rows (Gc[i, k] = G[k, i]): a change of impulse i moves every v[k] by G[k, i] d, read from
+    one contiguous row, which the compiler can do several k at a time (each v[k] gets the same
+    one product and sum)."""
     nb = block_start.shape[0]
     m = lam.shape[0]
     residual = 0.0
@@ -166,7 +168,7 @@ def block_gauss_seidel(G, Gc, v, lam, target, lo, hi, block_start, block_kind, b
                     change = abs(d) * g
                     if change > residual:
                         residual = change
-            else:
+            elif block_mu is not None:  # (None: no contact block; numba drops this one)
                 for r in range(3):
                     for c in range(3):
                         Gb[r, c] = G[i + r, i + c]

@@ -46,7 +46,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from raisimcli.jit import ArrayTable, carve, kernel, span, table_view
+from raisimcli.jit import ArrayTable, carve, kernel, present, span, table_view
 from raisimcli.physics.collision import _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
 from raisimcli.physics.constraints import RANK_TOLERANCE, _eliminate_mimics, beta, packed_size, \
@@ -97,7 +97,9 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with the ground query, computeJointJacobians (J_world, the
     placements pl_R, pl_T); the ground query (at `height`, with the contact world's `margin`)
-    writes the robot's shapes (rs_I, rs_F, _near_ground's) and row `row` of `bounds`. `flags`:
+    writes the robot's shapes (rs_I, rs_F, _near_ground's) and row `row` of `bounds` (None when
+    there is no ground to query, or the robot has no shapes: numba then compiles the call
+    without the ground query and the contacts' code, as for MI below). `flags`:
     bits 0-4 for PD mode, springs, the motor regions enforced, loads (their J^T F written into
     the stage's tau_ext) and inverse dynamics; bits 5-6 the scheme's rule of _U_BAR; bit 7 the
     ground query; bit 8 when the warm start's impulses lie where this call writes its own
@@ -145,9 +147,11 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     if not flags & 1:  # (ArticulatedSystem.gains outside PD mode)
         kp, kd = span(commands, c[11], c[12]), span(commands, c[11], c[12])
     k_s = span(commands, c[8], c[9])
-    # the ground query (ContactWorld.detect of a robot alone on the ground)
+    # the ground query (ContactWorld.detect of a robot alone on the ground); `bounds` None: no
+    # ground query, and numba compiles this call without it, the contacts' arrays and rows,
+    # and the impulse step's contact code
     nc = 0
-    if flags & 128:
+    if bounds is not None and flags & 128:
         nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, height + margin, _GROUND_SLACK,
                                   height, margin, ground_params, bounds, row)
         if others:
@@ -274,7 +278,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     impulse_contact = carve(OF, c0 + _C_IMPULSE_CONTACT * nc, (nc, 3))
     velocity_contact = carve(OF, c0 + _C_VELOCITY_CONTACT * nc, (nc, 3))
     target_c = span(OF, c0 + _C_TARGET * nc, c0 + _C_FORCE * nc)
-    if nc:
+    if bounds is not None and nc:
         ns_ = rs_I[0]
         e_shape = span(rs_I, BI[4], BI[4] + ns_)
         e_bodies = span(rs_I, BI[5], BI[5] + ns_)
@@ -330,11 +334,11 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     # spec steps 4-6 and 5's table (alone._impulse_step, in _workspace's layout)
     FI = span(W, ls + m0max * n + 4 * m0max, W.shape[0])
     II = span(WI, 3 + 2 * m0max + m0max + 3 * emax + 4 + 7 + integ.shape[0], WI.shape[0])
-    sweeps = _impulse_step(RF, RI, J_world, pl_T, supports, bu, R, bodies, points, frames,
-                           distance, params, impulse, impulse_contact, velocity_contact,
-                           target_c, L, q, u, u_free, lam, max_iterations, tolerance, dt,
-                           u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s, spring_err, tau_ext,
-                           FI, II, u_next, q_next, table, EF, EI)
+    sweeps = _impulse_step(RF, RI, J_world, pl_T, supports, bu, R, bodies, points,
+                           present(bounds, frames), distance, params, impulse, impulse_contact,
+                           velocity_contact, target_c, L, q, u, u_free, lam, max_iterations,
+                           tolerance, dt, u_bar_rule, tau_cmd, kp, kd, b, tau_act, k_s,
+                           spring_err, tau_ext, FI, II, u_next, q_next, table, EF, EI)
     if MI is not None:
         _mimic_report(EF, span(MF, 2 * kc, 3 * kc), n,
                       carve(OF, c0 + _PER_CONTACT * emax + n, (2 * kc, 3)))
@@ -502,7 +506,7 @@ class QuickScratch:
         self.pool: list[_Results] = []  # (results)
         self.nq, self.nv, self.nj, self.n_act = nq, nv, nj, n_act
         self.R_none = conv.no_blocks
-        self.no_params, self.no_bounds = np.zeros((1, 5)), np.zeros((1, 6))
+        self.no_params = np.zeros((1, 5))
         # the views of Pinocchio's data the call reads (made at load, never rebound)
         self.eligible = s.placement_views is not None and s.has_jacobian_view and \
             not conv.spherical and (plan is not None or not s.constraints)
@@ -825,8 +829,9 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
         s.body_placements()
         params = cw.ground_contact_params(rs)
         h, margin = cw.ground_height, cw.margin
-    else:  # (arrays of the types of the ground's, not read)
-        params, h, margin, bounds, row = qs.no_params, 0.0, 0.0, qs.no_bounds, 0
+    else:  # (params: an array of the type of the ground's, not read; bounds None: the call's
+        # version without the ground query and contacts)
+        params, h, margin, bounds, row = qs.no_params, 0.0, 0.0, None, 0
     pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
     flags = (1 if pd else 0) | (2 if s.springs else 0) | (4 if s.motor_region_enforced else 0) | \
         (16 if s.compute_inverse_dynamics else 0) | (128 if detect else 0)

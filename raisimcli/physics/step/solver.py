@@ -225,7 +225,8 @@ def _solve(J, response, u_star, lam, target, lo, hi, start, kind, mu, max_iterat
            G2, v, scratch, u_next):
     """G = J response, v = J u* + G lam, the block Gauss-Seidel, u_next = u* + response lam:
     every product summed in index order (linalg.matmul's). G2 (2 m, m): scratch for G and its
-    transpose (block_gauss_seidel's Gc).
+    transpose (block_gauss_seidel's Gc). `mu` None when no row is a contact's (then compiled
+    without the contacts' solve).
 
     The sums skip the terms whose factor J[i, p] or lam[p] is exactly 0 (a joint row has one
     nonzero entry): the bits are those of the full sums, because every sum starts at +0.0 and
