@@ -12,15 +12,19 @@ compiling them itself. The run's own results do not change: it loads the machine
 would have compiled, from the same source, at the same optimisation level.
 
 The functions and their argument types are listed in `warmup.manifest` beside this file (a list
-of (function, numba's argument types), pickled), in the helper's order, written by
+of (function, numba's argument types), pickled), in the helper's order: one list (plan) for a
+scenario whose world has a ground ("ground") and one for a world without ("air"), since numba
+compiles the step of a robot with no ground to query without the contacts' code, and so for
+other argument types (docs/physics.md). The manifest is written by
 
     python -m raisimcli.warmup --write
 
-which times a first run of the main scenario in a fresh cache, with its compile events, and keeps
-the functions that save the run the most time: those a helper starting about a second and a half
-after the run can compile, one after the other, before the run needs them (see `plan`). The helper
-is started only when the first of them is not in the cache yet, numba is the version that wrote
-the manifest, and `RAISIMCLI_WARM_UP` is not 0. It writes nothing to the terminal, and is stopped
+which times a first run of a scenario of each kind in a fresh cache (SCENARIOS), with its compile
+events, and keeps the functions that save the run the most time: those a helper starting about a
+second and a half after the run can compile, one after the other, before the run needs them (see
+`plan`). `raisimcli run` starts the helper once it has read its scenario, with the plan of its
+kind. The helper is started only when the plan's first function is not in the cache yet, numba
+is the version that wrote the manifest, and `RAISIMCLI_WARM_UP` is not 0. It writes nothing to the terminal, and is stopped
 when the run's process exits (the functions it has compiled by then stay in the cache). Two
 processes adding functions to one file of numba's cache index at the same time may lose one of
 the two entries: that function is compiled again on the next run, nothing worse.
@@ -40,9 +44,12 @@ import tempfile
 import time
 
 MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warmup.manifest")
-# --write's run: the README's main scenario, in a checkout
-SCENARIO = os.path.join(os.path.dirname(os.path.dirname(MANIFEST)), "scenarios",
-                        "quadruped_pd.toml")
+# --write's runs, in a checkout: a plan for each kind of first run (`kind`): the README's main
+# scenario (a robot in the air: the compiled step without the contacts' code) and a robot on the
+# ground (with it), whose compiled functions differ in their argument types
+_SCENARIOS = os.path.join(os.path.dirname(os.path.dirname(MANIFEST)), "scenarios")
+SCENARIOS = {"air": os.path.join(_SCENARIOS, "quadruped_pd.toml"),
+             "ground": os.path.join(_SCENARIOS, "quadruped_stand.toml")}
 HELPER_START = 1.5  # s from the run's start until the helper compiles (its imports), about
 
 # set by the command line's entry point (raisimcli.cli.entry.main): `raisimcli run` then starts
@@ -51,19 +58,22 @@ HELPER_START = 1.5  # s from the run's start until the helper compiles (its impo
 COMMAND_LINE = False
 
 _helper: subprocess.Popen | None = None
-_CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from raisimcli.warmup import main; main([])"
+_CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); from raisimcli.warmup import main; "
+          "main(sys.argv[2:])")
 
 
-def _entries(path: str = MANIFEST) -> list | None:
-    """The manifest's [(function's dotted name, argument types)], or None (no manifest, another
-    numba, or one that cannot be read)."""
+def _entries(path: str = MANIFEST, kind: str = "air") -> list | None:
+    """The manifest's plan for a first run of `kind` (SCENARIOS), [(function's dotted name,
+    argument types)], or None (no manifest, another numba, no such plan, or one that cannot be
+    read)."""
     import numba
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         if data.get("numba") != numba.__version__:
             return None
-        return [(name, pickle.loads(base64.b64decode(sig))) for name, sig in data["entries"]]
+        return [(name, pickle.loads(base64.b64decode(sig)))
+                for name, sig in data["plans"][kind]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError,
             pickle.UnpicklingError):
         return None
@@ -86,8 +96,10 @@ def cached(name: str, args: tuple) -> bool:
         return True
 
 
-def start() -> bool:
-    """Start the helper when it would help (the module's docstring); True when started."""
+def start(kind: str = "air") -> bool:
+    """Start the helper with the plan for a first run of `kind` ("ground" when the scenario's
+    world has a ground, else "air") when it would help (the module's docstring); True when
+    started."""
     global _helper
     if _helper is not None or os.environ.get("RAISIMCLI_WARM_UP", "").strip() == "0" or \
             getattr(sys, "frozen", False):
@@ -96,12 +108,12 @@ def start() -> bool:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
-    entries = _entries() if cpus > 1 else None
+    entries = _entries(kind=kind) if cpus > 1 else None
     if not entries or cached(*entries[0]):
         return False
     try:
         _helper = subprocess.Popen(  # (this package, wherever the current folder is)
-            [sys.executable, "-c", _CHILD, os.path.dirname(os.path.dirname(MANIFEST))],
+            [sys.executable, "-c", _CHILD, os.path.dirname(os.path.dirname(MANIFEST)), kind],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return False
@@ -197,26 +209,31 @@ def plan(compiled: list) -> list:
     return [(name, sig) for _, _, name, sig in best]
 
 
-def write(path: str = MANIFEST, scenario: str = SCENARIO) -> list:
-    """The manifest from a recorded first run of `scenario` (record, then plan)."""
+def write(path: str = MANIFEST, scenarios: dict = SCENARIOS) -> dict:
+    """The manifest from a recorded first run of each kind's scenario (record, then plan):
+    {kind: entries}."""
     import numba
-    entries = plan(record(scenario))
+    plans = {kind: plan(record(scenario)) for kind, scenario in scenarios.items()}
     with open(path, "w", encoding="utf-8") as f:
-        json.dump({"numba": numba.__version__, "entries": entries}, f, indent=0)
+        json.dump({"numba": numba.__version__, "plans": plans}, f, indent=0)
         f.write("\n")
-    return entries
+    return plans
 
 
 def main(argv: list) -> None:
+    """`--write`: write the manifest; else the helper's work: compile the plan of the kind
+    argv[0] ("air" without one)."""
     if argv[:1] == ["--write"]:
         t0 = time.perf_counter()
-        entries = write()
-        print(f"{MANIFEST}: {len(entries)} functions ({time.perf_counter() - t0:.0f} s)")
-        for name, _ in entries:
-            print(f"  {name}")
+        plans = write()
+        print(f"{MANIFEST} ({time.perf_counter() - t0:.0f} s):")
+        for kind, entries in plans.items():
+            print(f"  {kind}: {len(entries)} functions")
+            for name, _ in entries:
+                print(f"    {name}")
         return
     try:
-        compile_all(_entries() or [])
+        compile_all(_entries(kind=argv[0] if argv else "air") or [])
     except KeyboardInterrupt:
         pass
 

@@ -31,8 +31,9 @@ def test_plan_takes_the_set_that_saves_the_most_time():
     assert [name for name, _ in warmup.plan(compiled)] == ["c", "d", "w"]
 
 
-def test_the_manifest_names_compiled_functions_of_this_numba():
-    entries = warmup._entries()
+@pytest.mark.parametrize("kind", ["air", "ground"])
+def test_the_manifest_names_compiled_functions_of_this_numba(kind):
+    entries = warmup._entries(kind=kind)
     assert entries, "warmup.manifest missing or for another numba: write it again (--write)"
     for name, args in entries:
         f = warmup._function(name)
@@ -55,8 +56,8 @@ def test_the_helper_fills_numbas_cache(tmp_path):
     vec = types.Array(types.float64, 1, "C")
     manifest = tmp_path / "one.manifest"
     import numba
-    manifest.write_text(json.dumps({"numba": numba.__version__, "entries": [
-        ["raisimcli.linalg._dot", base64.b64encode(pickle.dumps((vec, vec))).decode()]]}))
+    manifest.write_text(json.dumps({"numba": numba.__version__, "plans": {"air": [
+        ["raisimcli.linalg._dot", base64.b64encode(pickle.dumps((vec, vec))).decode()]]}}))
     check = f"from raisimcli import warmup; e = warmup._entries({str(manifest)!r}); "
     assert _in_fresh_cache(tmp_path, check + "print(warmup.cached(*e[0]))").strip() == "False"
     _in_fresh_cache(tmp_path, check + "warmup.compile_all(e)")
@@ -84,15 +85,16 @@ def test_start_does_nothing_when_disabled_or_cached(monkeypatch):
 
 
 def test_a_first_run_compiles_the_manifest_and_logs_the_same_with_the_helper(tmp_path):
-    """A first run in a fresh cache without the helper compiles every function of the manifest,
-    for the manifest's argument types (else the manifest is stale: write it again). A first run
-    in another fresh cache, with the helper, writes the log of a run in this session's cache,
-    bit for bit."""
-    compiled = {(name, pickle.loads(base64.b64decode(sig)))
-                for _, name, sig, _, _ in warmup.record(warmup.SCENARIO)}
-    for name, args in warmup._entries():
-        assert (name, args) in compiled, \
-            f"{name}: not compiled for the manifest's types; python -m raisimcli.warmup --write"
+    """A first run of each kind in a fresh cache without the helper compiles every function of
+    the manifest's plan for it, for the plan's argument types (else the manifest is stale: write
+    it again). A first run in another fresh cache, with the helper, writes the log of a run in
+    this session's cache, bit for bit."""
+    for kind, scenario in warmup.SCENARIOS.items():
+        compiled = {(name, pickle.loads(base64.b64decode(sig)))
+                    for _, name, sig, _, _ in warmup.record(scenario)}
+        for name, args in warmup._entries(kind=kind):
+            assert (name, args) in compiled, f"{kind}: {name}: not compiled for the manifest's " \
+                "types; python -m raisimcli.warmup --write"
     scenario = os.path.join(ROOT, "scenarios", "quadruped_stand.toml")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("RAISIMCLI_WARM_UP", None)
@@ -104,3 +106,21 @@ def test_a_first_run_compiles_the_manifest_and_logs_the_same_with_the_helper(tmp
                                  "--rtol", "0", "--atol", "0"], capture_output=True, text=True,
                           cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("scenario,kind", [("quadruped_pd.toml", "air"),
+                                           ("quadruped_stand.toml", "ground")])
+def test_the_command_starts_the_helper_with_its_scenario_s_plan(scenario, kind, tmp_path,
+                                                                monkeypatch):
+    """`raisimcli run` (as the command line runs it: COMMAND_LINE) hands start() the kind of
+    its scenario's world, whose plan the helper compiles: a world without a ground is "air"."""
+    from click.testing import CliRunner
+
+    from raisimcli.cli.main import cli
+    asked = []
+    monkeypatch.setattr(warmup, "COMMAND_LINE", True)
+    monkeypatch.setattr(warmup, "start", lambda kind="air": asked.append(kind) or False)
+    done = CliRunner().invoke(cli, ["run", os.path.join(ROOT, "scenarios", scenario),
+                                    "--duration", "0.002", "-q", "-o", str(tmp_path / "l.h5")])
+    assert done.exit_code == 0, done.output
+    assert asked == [kind]
