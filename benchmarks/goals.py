@@ -4,9 +4,9 @@ each row; this one is the scoreboard.
 
     python benchmarks/goals.py [--first-run]
 
---first-run also times the first run of a fresh copy of the package (numba compiling every loop:
-12-15 s with the helper process of raisimcli/warmup.py, 22-26 s without), which the table
-otherwise leaves out.
+--first-run also times the first run of a fresh copy of the package on the standing quadruped
+(numba compiling every loop: about 15 s with the helper process of raisimcli/warmup.py, 22 s
+without; a robot in the air compiles less: 10 and 16 s), which the table otherwise leaves out.
 """
 
 import argparse
@@ -224,8 +224,8 @@ def first_run(helper: bool = True) -> tuple:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--first-run", action="store_true",
-                    help="also time a fresh copy's first run (numba compiling: 12-15 s, and "
-                         "22-26 s without the helper)")
+                    help="also time a fresh copy's first run (numba compiling: about 15 s, and "
+                         "22 s without the helper)")
     args = ap.parse_args()
     rows = []  # (goal, ours, reference, unit, ratio, kind, limit)
 

@@ -24,10 +24,11 @@ events, and keeps the functions that save the run the most time: those a helper 
 second and a half after the run can compile, one after the other, before the run needs them (see
 `plan`). `raisimcli run` starts the helper once it has read its scenario, with the plan of its
 kind. The helper is started only when the plan's first function is not in the cache yet, numba
-is the version that wrote the manifest, and `RAISIMCLI_WARM_UP` is not 0. It writes nothing to the terminal, and is stopped
-when the run's process exits (the functions it has compiled by then stay in the cache). Two
-processes adding functions to one file of numba's cache index at the same time may lose one of
-the two entries: that function is compiled again on the next run, nothing worse.
+is the version that wrote the manifest, and `RAISIMCLI_WARM_UP` is not 0. It writes nothing to
+the terminal, and is stopped when the run's process exits (the functions it has compiled by then
+stay in the cache). Two processes adding functions to one file of numba's cache index at the
+same time may lose one of the two entries: that function is compiled again on the next run,
+nothing worse.
 """
 
 from __future__ import annotations
