@@ -574,7 +574,7 @@ def test_a_robot_without_mimics_or_contacts_compiles_none_of_their_code():
     """The quick call of a robot without mimics (MI, MF None) and the impulse step of a robot
     without constraints (EF, EI None) leave out the constraints' functions, which took about a
     fifth of a fresh environment's first run (benchmarks/README.md); with them, they keep
-    them. So for contacts, for a robot without shapes in the contact world."""
+    them. So for the contacts' code, for a robot with no ground to query (bounds None)."""
     from raisimcli.physics.step import alone
 
     mimics = {"_eliminate_mimics", "_advance_constrained", "_mimic_report"}
@@ -583,8 +583,8 @@ def test_a_robot_without_mimics_or_contacts_compiles_none_of_their_code():
     constrained = {"_response", "_recovered"}
     assert not constrained & _called_after_pruning(alone._impulse_step, ("EF", "EI"))
     assert constrained <= _called_after_pruning(alone._impulse_step, ())
-    # without shapes in the contact world (bounds None): no ground query, no contact code in
-    # the impulse step (frames None) nor in the sweeps (block_mu None)
+    # no ground to query (bounds None): no ground query, no contact code in the impulse step
+    # (frames None) nor in the sweeps (block_mu None)
     from raisimcli.physics.step import contact_solver
     assert "_near_ground" not in _called_after_pruning(quick._quick, ("bounds",))
     assert "_near_ground" in _called_after_pruning(quick._quick, ())

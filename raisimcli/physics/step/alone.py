@@ -178,10 +178,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     # (a robot without constraints passes EF = EI = None: numba then leaves out the two blocks
     # under `EI is not None` before it types the function, and never compiles _response and
     # _recovered for it, nor carries their code)
-    constrained = False
     if EI is not None:  # (constraints.packed_size's slots, each carved with r kept rows)
-        constrained = EI.shape[0] > 0
-    if EI is not None and constrained:
         k_c, r = EI[0], EI[1]
         kept = span(EI, 2, 2 + r)
         EJ = carve(EF, 0, (r, nv))
@@ -219,8 +216,8 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
             for i in range(nv):
                 impulses[k, i] = g[s, i]
             k += 1
-    if EI is not None and constrained:  # the constraints' impulses (Elimination.impulses)
-        # and their generalized impulse, the table's row after the sources'
+    if EI is not None:  # the constraints' impulses (Elimination.impulses) and their
+        # generalized impulse, the table's row after the sources'
         _recovered(lambda0, kept, DinvJY, lam, m if r else 0, J_all, v_c, lam_c, generalized)
         for s in range(k):
             for i in range(nv):
