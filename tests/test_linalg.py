@@ -120,8 +120,9 @@ def test_the_block_transforms_give_the_bits_of_the_dense_products_with_T(rng, ro
     the dense products with T: the same nonzero terms in the same order, so the same bits."""
     from conftest import robot as path
     from raisimcli.model import load_urdf
-    from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_inputs,
-                                               _getter_mass, _getter_rotated, _mass_matrix)
+    from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_coordinates,
+                                               _getter_inputs, _getter_mass, _getter_rotated,
+                                               _mass_matrix)
     model = load_urdf(path(robot))
     conv = Conventions(model)
     for _ in range(5):
@@ -156,9 +157,13 @@ def test_the_block_transforms_give_the_bits_of_the_dense_products_with_T(rng, ro
         assert np.array_equal(gs.q_pin, q[q_to_pin])
         assert np.array_equal(gs.u_pin, u_pin)
         assert np.array_equal(gs.c, conv.bias_correction(u_pin))
+        # get_mass_matrix's: its own arrays, which only _getter_coordinates has written
+        gm = GetterScratch(conv, q_to_pin)
+        _getter_coordinates(q, gm.table)
+        assert np.array_equal(gm.q_pin, q[q_to_pin])
         M = upper.copy()  # (in place)
-        _getter_mass(q, M, gs.table)
-        assert gs.M_pin.tobytes() == M_pin.tobytes()
+        _getter_mass(M, gm.table)
+        assert gm.M_pin.tobytes() == M_pin.tobytes()
         assert np.array_equal(M, congruence(T, M_pin))
         h = h_pin.copy()
         _getter_rotated(h, gs.table)

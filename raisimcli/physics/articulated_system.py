@@ -22,8 +22,9 @@ from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, n
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.commands import command, command_layout, command_views
 from raisimcli.physics.constraints import _report, eliminate, mimic_plan, row_plan
-from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_inputs,
-                                           _getter_mass, _getter_rotated, _rotate_columns)
+from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_coordinates,
+                                           _getter_inputs, _getter_mass, _getter_rotated,
+                                           _rotate_columns)
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.contact_rows import _point_jacobian
@@ -566,19 +567,16 @@ class ArticulatedSystem:
         M = cache.get("M")
         if M is None:
             gs = self._getters
-            entry = cache.get("pin")
-            if entry is not None:
-                M = pin.crba(self._pm, self._data, entry[0])  # (the upper triangle, made M)
-            elif self._q_is_pin:
-                M = pin.crba(self._pm, self._data, self.q)
-            else:
-                _getter_inputs(self.q, self.u, gs.table)
+            if self._q_is_pin:
+                M = pin.crba(self._pm, self._data, self.q)  # (the upper triangle, made M)
+            else:  # (q_pin, and R for _getter_mass)
+                _getter_coordinates(self.q, gs.table)
                 M = pin.crba(*self._getter_crba)
             if not self._new_results:
                 M = M.copy()
-            _getter_mass(self.q, M, gs.table)
-            cache["M_pin"], cache["M"] = gs.M_pin, M
-            cache["pass"] = True  # (its joint placements: _joint_jacobians)
+            _getter_mass(M, gs.table)
+            cache["M_pin"], cache["M"], cache["pass"] = gs.M_pin, M, True  # (pass: its joint
+            # placements, _joint_jacobians)
         return M
 
     def get_nonlinearities(self, gravity=None) -> np.ndarray:

@@ -226,17 +226,31 @@ def _getter_inputs(q, u, arrays):
 
 
 @kernel
-def _getter_mass(q, M, arrays):
-    """M (in: Pinocchio's upper triangle, as crba returns it) becomes T M_pin T^T at the
-    coordinates q, M_pin (into F) the symmetric matrix of that triangle: _mass_matrix's
-    operations, in place. (The lower triangle filled in M, then M copied row by row: half the
-    time of writing both matrices' lower triangles column by column, 0.17 against 0.33 us at
-    nv = 18; copies only, so the same bits.)"""
+def _getter_coordinates(q, arrays):
+    """Pinocchio's coordinates q_pin = q[q_to_pin] and the rotation blocks R of T at q, into F:
+    what crba needs and _getter_mass then reads (get_mass_matrix at a new state; _getter_inputs'
+    first lines, without Pinocchio's velocity, which crba does not take)."""
+    I, F = _getter_ints(arrays, 0), _getter_floats(arrays, 1)  # noqa: E741
+    nq, k = I[0], I[1]
+    q_to_pin, bq = span(I, 4, 4 + nq), span(I, 4 + nq, 4 + nq + k)
+    q_pin, R = span(F, 0, nq), carve(F, nq, (k, 3, 3))
+    for i in range(nq):
+        q_pin[i] = q[q_to_pin[i]]
+    _rotations(q, bq, R)
+
+
+@kernel
+def _getter_mass(M, arrays):
+    """M (in: Pinocchio's upper triangle, as crba returns it) becomes T M_pin T^T with the
+    rotation blocks R in F (_getter_coordinates' or _getter_inputs'), M_pin (into F) the
+    symmetric matrix of that triangle: _mass_matrix's operations, in place. (The lower triangle
+    filled in M, then M copied row by row: half the time of writing both matrices' lower
+    triangles column by column, 0.17 against 0.33 us at nv = 18; copies only, so the same
+    bits.)"""
     I, F = _getter_ints(arrays, 0), _getter_floats(arrays, 1)  # noqa: E741
     nq, k, n = I[0], I[1], I[2]
-    bq, bu = span(I, 4 + nq, 4 + nq + k), span(I, 4 + nq + k, 4 + nq + 2 * k)
+    bu = span(I, 4 + nq + k, 4 + nq + 2 * k)
     R = carve(F, nq, (k, 3, 3))
-    _rotations(q, bq, R)
     M_pin = carve(F, nq + 9 * k + 2 * n, (n, n))
     for i in range(1, n):
         for j in range(i):
@@ -258,10 +272,10 @@ def _getter_rotated(h, arrays):
 
 
 class GetterScratch:
-    """The arrays of the getters' compiled calls (_getter_inputs, _getter_mass,
-    _getter_rotated) for one robot, made once, and views of them: q_pin, u_pin, c and M_pin
-    hold what the last call wrote, for its state only (the getters keep M_pin in the system's
-    cache of that state, which a new state clears)."""
+    """The arrays of the getters' compiled calls (_getter_inputs, _getter_coordinates,
+    _getter_mass, _getter_rotated) for one robot, made once, and views of them: q_pin, u_pin, c
+    and M_pin hold what the last call wrote, for its state only (the getters keep M_pin in the
+    system's cache of that state, which a new state clears)."""
 
     def __init__(self, conv: "Conventions", q_to_pin: np.ndarray):
         nq, k, n = q_to_pin.size, conv.block_u.size, conv.nv
