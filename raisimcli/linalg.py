@@ -255,6 +255,15 @@ def _jacobi(A, w, V):
         w[i] = A[i, i]
 
 
+# Up to this size symmetric_eigen runs _jacobi's lines in Python (its `py_func`) instead of the
+# compiled loop: a URDF's 3 x 3 inertia tensors, read before any step. The same operations
+# (+, -, *, /, abs, sqrt and comparisons of IEEE doubles, which the compiled loop keeps in
+# order: no fastmath, no fused multiply-add) give the same bits (tests/test_linalg.py), in about
+# 0.13 ms a tensor, and a fresh environment's first run does not wait about 0.5 s for numba to
+# compile the loop while it reads the model.
+PYTHON_JACOBI_MAX = 3
+
+
 def symmetric_eigen(S) -> tuple[np.ndarray, np.ndarray]:
     """(eigenvalues ascending (n,), eigenvectors as columns (n, n)) of a symmetric matrix, by
     Jacobi rotations: for the 3 x 3 tensors of a URDF, without LAPACK."""
@@ -262,7 +271,9 @@ def symmetric_eigen(S) -> tuple[np.ndarray, np.ndarray]:
     S = 0.5 * (S + S.T)
     w = np.empty(S.shape[0])
     V = np.empty_like(S)
-    _jacobi(np.array(S, order="C"), w, V)  # a copy: _jacobi overwrites it
+    jacobi = _jacobi.py_func if S.shape[0] <= PYTHON_JACOBI_MAX and \
+        hasattr(_jacobi, "py_func") else _jacobi  # (NUMBA_DISABLE_JIT: _jacobi is the function)
+    jacobi(np.array(S, order="C"), w, V)  # a copy: _jacobi overwrites it
     order = np.argsort(w, kind="stable")
     return w[order], np.ascontiguousarray(V[:, order])
 

@@ -211,3 +211,45 @@ def test_quadratic_form_has_the_bits_of_dot_of_matmul():
         A, x = rng.standard_normal((n, n)), rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8)
         assert np.float64(quadratic_form(A, x)).tobytes() == \
             np.float64(dot(x, matmul(A, x))).tobytes()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_jacobi_run_in_python_gives_the_compiled_loop_s_bits(rng, n):
+    """symmetric_eigen runs _jacobi's lines in Python (py_func) for a URDF's 3 x 3 tensors: the
+    same IEEE operations in the same order as the compiled loop (no fastmath, no fused
+    multiply-add), so the same eigenvalues, eigenvectors and rotated matrix to the bit; both
+    agree with LAPACK's eigenvalues."""
+    from raisimcli.linalg import _jacobi, symmetric_eigen
+    cases = [rng.standard_normal((n, n)) * 10.0 ** rng.uniform(-9, 3) for _ in range(300)]
+    cases += [np.zeros((n, n)), np.eye(n), np.diag(np.arange(1.0, n + 1)),
+              np.full((n, n), 0.3) + np.diag(np.full(n, 1e-17))]  # (repeated eigenvalues)
+    for A in cases:
+        S = 0.5 * (A + A.T)
+        got = []
+        for jacobi in (_jacobi, _jacobi.py_func):
+            a, w, V = S.copy(), np.empty(n), np.empty((n, n))
+            jacobi(a, w, V)
+            got.append((a.tobytes(), w.tobytes(), V.tobytes()))
+        assert got[0] == got[1]
+        w, V = symmetric_eigen(S)
+        scale = max(np.abs(S).max(), 1e-300)
+        assert_close(w, np.linalg.eigvalsh(S), rtol=0, atol=1e-13 * scale)
+        assert_close(V @ np.diag(w) @ V.T, S, rtol=0, atol=1e-13 * scale)
+
+
+def test_only_a_mass_matrix_that_may_be_singular_goes_to_the_jacobi_rotations(rng):
+    """The load's singularity test (1e-14 times the largest eigenvalue, on the Jacobi rotations'
+    eigenvalues) is reached only when LAPACK's smallest eigenvalue is not clearly above it (1e-8
+    times the largest): a matrix in between goes to the rotations, which find it regular."""
+    from raisimcli.linalg import symmetric_eigen
+    from raisimcli.model.pinocchio_model import _may_be_singular
+    Q, _ = np.linalg.qr(rng.standard_normal((12, 12)))
+    for smallest, may, singular in [(1e-6, False, False), (1e-9, True, False),
+                                    (1e-16, True, True), (0.0, True, True)]:
+        w = np.concatenate([[smallest], np.linspace(0.5, 2.0, 11)])
+        M = Q @ np.diag(w) @ Q.T
+        M = 0.5 * (M + M.T)
+        assert _may_be_singular(M) is may
+        if may:
+            w_jacobi = symmetric_eigen(M)[0]
+            assert (not w_jacobi[0] > 1e-14 * w_jacobi[-1]) is singular

@@ -225,3 +225,20 @@ def test_a_mesh_hull_with_a_vertex_on_too_many_edges_is_built_on_a_grid(tmp_path
     hull.export(stl)
     geometry, radius = make_geometry("mesh", None, str(stl), (1.0, 1.0, 1.0))
     assert geometry.num_points == len(fewer.vertices) and abs(radius - 1.0) <= reach
+
+
+def test_icub_s_aligned_neck_is_reported_and_a_regular_robot_needs_no_rotations(monkeypatch):
+    """iCub's neck at zero (neck_roll and neck_yaw aligned, nothing of mass between them): the
+    singular-mass-matrix warning names them. The quadruped's M is far from singular: LAPACK's
+    screen decides it, and the Jacobi rotations are never run."""
+    import raisimcli.model.pinocchio_model as pmod
+    model = load_urdf(os.path.join(ERD, "icub_description", "robots", "icub.urdf"))
+    found = [w for w in model.warnings if w.code == "singular-mass-matrix"]
+    assert len(found) == 1 and "'neck_roll', 'neck_yaw'" in found[0].message
+
+    def refused(M):
+        raise AssertionError("the rotations ran for a regular mass matrix")
+    monkeypatch.setattr(pmod, "symmetric_eigen", refused)
+    from conftest import robot
+    model = load_urdf(robot("quadruped.urdf"))
+    assert not [w for w in model.warnings if w.code == "singular-mass-matrix"]
