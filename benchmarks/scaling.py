@@ -5,7 +5,8 @@ the command's start-up.
   floating in zero gravity with no contact, PD on every joint: time per step, next to the
   Pinocchio floor (forwardKinematics + crba + nonLinearEffects) timed in the same run.
 - Contacts: the standing quadruped (4 sphere feet), the quadruped dropped on its back (capsule
-  legs and feet on the ground), a box resting on the ground (4 patch points), and Solo12 of
+  legs and feet on the ground), a box resting on the ground (4 patch points), arm7 fallen onto
+  a ground at its first link's height (its capsule links resting on it), and Solo12 of
   example-robot-data standing on its mesh feet (16 contacts: four corners of each sole's patch),
   0.5 s after its start (still settling: the solve at its cap of sweeps) and 2 s after (settled),
   each with the solver's sweeps a step.
@@ -93,6 +94,15 @@ def contacts_table() -> None:
     q[2] = 0.1
     box.set_state(q, np.zeros(box.nv))
     cases.append(("box resting on the ground", w))
+    w = World()  # a limp arm7 on a ground at its first link's height: capsules, no coal
+    w.add_ground(0.049)
+    arm = w.add_articulated_system(os.path.join(ROBOTS, "arm7.urdf"))
+    q = arm.get_generalized_coordinate()
+    q[1], q[3] = 1.45, 0.3
+    arm.set_state(q, np.zeros(arm.nv))
+    arm.set_pd_gains(np.zeros(arm.nv), np.full(arm.nv, 0.5))
+    arm.set_pd_target(q, np.zeros(arm.nv))
+    cases.append(("arm7 on the ground (capsules)", w))
     solo = os.path.join(ERD, "solo_description", "robots", "solo12.urdf")
     if os.path.isfile(solo):  # mesh collisions (convex hulls), about 40 contacts
         w = World()

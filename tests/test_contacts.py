@@ -601,12 +601,17 @@ def test_a_meshs_lowest_point_is_its_lowest_vertex_whatever_the_walk(tmp_path):
     assert skipped > 40 and touching > 40  # both sides of the decision were seen
 
 
-def test_sphere_on_the_ground_is_coal_s_contact():
-    # a sphere against the ground is answered without coal (the distance of its centre): the
-    # same contacts as coal.collide at 2000 random poses, grounds and radii around the margin,
-    # to within coal's rounding of the sphere's rotation (a few ulp)
+@pytest.mark.parametrize("kind", ["sphere", "capsule"])
+def test_sphere_or_capsule_on_the_ground_is_coal_s_contact(kind):
+    # a sphere against the ground is answered without coal (the distance of its centre), and a
+    # capsule as the sphere at the lower end of its axis (at its centre when the axis lies
+    # flat, |cos| < CAPSULE_FLAT): the same contacts as coal.collide at 2000 random poses,
+    # grounds and sizes around the margin, to within coal's rounding of the shape's rotation
+    # (a few ulp); for the capsule, a fifth of the poses flat or within 1e-13..1e-6 of flat,
+    # on both sides of coal's switch between its centre and its end
     import coal
-    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry, transform
+    from raisimcli.physics.collision import CAPSULE_FLAT, RobotShapes, Shape, make_geometry, \
+        transform
     from raisimcli.physics.contacts import DEFAULT_MARGIN, ContactWorld
 
     class Still:  # a system whose only body is at the world origin
@@ -618,16 +623,26 @@ def test_sphere_on_the_ground_is_coal_s_contact():
     rng = np.random.default_rng(3)
     request = coal.CollisionRequest()
     request.security_margin, request.num_max_contacts = DEFAULT_MARGIN, 8
-    seen = 0
-    for _ in range(2000):
+    seen = flat = 0
+    for i in range(2000):
         h, r = rng.choice([0.0, 0.1, -0.37]), rng.uniform(0.005, 0.2)
-        geom, radius = make_geometry("sphere", (r,))
+        length = rng.uniform(0.01, 0.6)
+        geom, radius = make_geometry(kind, (r,) if kind == "sphere" else (r, length))
         P = np.eye(4)
         P[:3, :3] = _random_rotation(rng)
-        P[:3, 3] = [*rng.standard_normal(2), h + r + rng.uniform(-0.02, 2 * DEFAULT_MARGIN)]
+        if kind == "capsule" and i % 5 == 0:  # its axis tilted by t from the ground's plane
+            t = rng.choice([0.0, 1e-13, -1e-13, 1e-11, -1e-11, 1e-6])
+            c, s = np.cos(np.pi / 2 - t), np.sin(np.pi / 2 - t)
+            yaw = rng.uniform(0.0, 2 * np.pi)
+            Rz = np.array([[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0],
+                           [0.0, 0.0, 1.0]])
+            P[:3, :3] = Rz @ np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+            flat += abs(P[2, 2]) < CAPSULE_FLAT
+        lowest = r + (abs(P[2, 2]) * length / 2 if kind == "capsule" else 0.0)
+        P[:3, 3] = [*rng.standard_normal(2), h + lowest + rng.uniform(-0.02, 2 * DEFAULT_MARGIN)]
         cw = ContactWorld()
         cw.set_ground(h)
-        cw.robots.append(RobotShapes(Still(), [Shape(geom, "sphere", "ball", 1, P, radius)]))
+        cw.robots.append(RobotShapes(Still(), [Shape(geom, kind, "ball", 1, P, radius)]))
         ours = cw.detect()
         result = coal.CollisionResult()
         coal.collide(geom, transform(P), coal.Halfspace(np.array([0.0, 0.0, 1.0]), h),
@@ -640,6 +655,8 @@ def test_sphere_on_the_ground_is_coal_s_contact():
             assert ours[0].distance == pytest.approx(theirs.penetration_depth, rel=0, abs=1e-15)
             assert np.array_equal(ours[0].normal, -np.array(theirs.normal))
     assert 800 < seen < 1900  # both sides of the margin were seen
+    if kind == "capsule":
+        assert 50 < flat < 400  # (and as many just past the switch)
 
 
 def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_materials():

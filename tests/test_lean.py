@@ -75,6 +75,17 @@ def _setup(case, w):
         r.set_pd_target(q_ref, np.zeros(r.nv))
     elif case == "arm":
         r = _arm(w)
+    elif case == "arm_on_ground":  # capsules on the ground (answered as the spheres are, in
+        # one compiled loop): link1's from the start, the limp arm's falling onto the ground
+        # near the end, with inverse dynamics (its contact loads)
+        w.add_ground(0.049)
+        r = w.add_articulated_system(robot("arm7.urdf"))
+        q = r.get_generalized_coordinate()
+        q[1], q[3] = 1.45, 0.3
+        r.set_state(q, np.zeros(r.nv))
+        r.set_pd_gains(np.zeros(r.nv), np.full(r.nv, 0.5))
+        r.set_pd_target(q, np.zeros(r.nv))
+        r.set_compute_inverse_dynamics(True)
     elif case == "arm_torque_mode":  # no PD: the feedforward torque alone
         r = _arm(w)
         r.set_control_mode("FORCE_AND_TORQUE")
@@ -246,7 +257,7 @@ def _same_system(ra, rb):
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
                                   "self_collision", "arm_pushed", "drop_pushed", "drop_rk4",
                                   "arm_rk4", "spring_rk4", "quadruped_onto_gripper",
-                                  "spherical", "gripper", "hand_in_air"])
+                                  "spherical", "gripper", "hand_in_air", "arm_on_ground"])
 def test_the_whole_step_is_the_general_path(case, monkeypatch):
     import raisimcli.physics.step.world_step as world_step
     taken, apart = [], []

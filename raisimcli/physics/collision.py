@@ -314,11 +314,12 @@ class RobotShapes:
         lowest point, of the last update, is within `reach` + `slack`), in order, as entries
         entry_shape[:n], entry_point[:n], entry_distance[:n]: a sphere within `margin` of the
         ground at `height` is its contact (see _ground_entries), a sphere farther away is no
-        entry, any other shape is an entry of distance NaN for coal to answer. Returns (n, how
-        many entries are not spheres)."""
-        n, others = _ground_entries(self.poses, self.radii, self.lowest, self.kind, reach,
-                                    slack, height, margin, self.entry_shape, self.entry_point,
-                                    self.entry_distance)
+        entry, any other shape is an entry of distance NaN for coal to answer (a capsule is
+        answered as a sphere is, see _ground_entries). Returns (n, how many entries are neither
+        spheres nor capsules)."""
+        n, others = _ground_entries(self.poses, self.radii, self.extent, self.lowest,
+                                    self.kind, reach, slack, height, margin, self.entry_shape,
+                                    self.entry_point, self.entry_distance)
         return int(n), int(others)
 
     def transform(self, k: int) -> coal.Transform3s:
@@ -395,26 +396,42 @@ def _lowest(poses, kind, extent, hull, points, out):
                           extent[s, 1] + abs(poses[s, 2, 2]) * extent[s, 2])
 
 
+# |cos| of a capsule's axis with the ground's normal below which coal takes the capsule as
+# lying flat and its contact at its centre's sphere, not at its lower end's (coal 3.0's
+# capsule-halfspace test; tests/test_contacts.py finds the same switch)
+CAPSULE_FLAT = 1e-12
+
+
 @kernel
-def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, point,
+def _ground_entries(poses, radii, extent, lowest, kind, reach, slack, h, margin, shape, point,
                     distance):
-    """The entries of RobotShapes.ground_entries; returns (entries, entries not spheres). A
-    sphere of radius r centred at (x, y, z) is at the signed distance d = (z - h) - r from the
-    ground at height h; its contact point is midway between its lowest point and the ground
-    below its centre, (x, y, ((z - r) + h) / 2), its normal +z. This is coal's contact to within
-    coal's rounding of the sphere's rotation, which cannot matter (a test compares the two)."""
+    """The entries of RobotShapes.ground_entries; returns (entries, entries that are neither
+    spheres nor capsules). A sphere of radius r centred at (x, y, z) is at the signed distance
+    d = (z - h) - r from the ground at height h; its contact point is midway between its lowest
+    point and the ground below its centre, (x, y, ((z - r) + h) / 2), its normal +z. A
+    capsule's contact is that of the sphere of its radius at the lower end of its axis, or at
+    its centre when the axis lies flat (|cos| below CAPSULE_FLAT), as coal answers it: one
+    contact. This is coal's contact to within coal's rounding of the shape's rotation, which
+    cannot matter (a test compares the two)."""
     n = 0
     others = 0
     for s in range(radii.shape[0]):
         if not (poses[s, 2, 3] - radii[s] <= reach and lowest[s] <= reach + slack):
             continue  # not near the ground
-        if kind[s] == SPHERE:
-            z, r = poses[s, 2, 3], radii[s]
+        k = kind[s]
+        if k == SPHERE or k == CAPSULE:
+            x, y, z, r = poses[s, 0, 3], poses[s, 1, 3], poses[s, 2, 3], radii[s]
+            if k == CAPSULE:
+                r = extent[s, 0]  # (radii: its bounding sphere's)
+                cosa = poses[s, 2, 2]  # (the axis, column 2, along the ground's normal +z)
+                if cosa > CAPSULE_FLAT or cosa < -CAPSULE_FLAT:
+                    hl = extent[s, 1] if cosa > 0.0 else -extent[s, 1]  # (towards the ground)
+                    x, y, z = x - poses[s, 0, 2] * hl, y - poses[s, 1, 2] * hl, \
+                        z - poses[s, 2, 2] * hl
             d = (z - h) - r
             if not d <= margin:
                 continue
-            point[n, 0], point[n, 1], point[n, 2] = poses[s, 0, 3], poses[s, 1, 3], \
-                ((z - r) + h) / 2
+            point[n, 0], point[n, 1], point[n, 2] = x, y, ((z - r) + h) / 2
             distance[n] = d
         else:
             distance[n] = np.nan
@@ -428,9 +445,9 @@ def _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape, 
 def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # noqa: E741
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
     entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
-    of `bounds`; returns (entries, entries not spheres). The robot's arrays come packed
-    (RobotShapes._pack): I holds n (the shapes), the length of hull and the number of hull
-    points, then bodies, kind, material_index, hull, entry_shape, entry_bodies; F placements
+    of `bounds`; returns (entries, entries neither spheres nor capsules). The robot's arrays
+    come packed (RobotShapes._pack): I holds n (the shapes), the length of hull and the number of
+    hull points, then bodies, kind, material_index, hull, entry_shape, entry_bodies; F placements
     (n, 4, 4), extent (n, 3), hull_points (., 3), radii, poses (n, 4, 4), lowest, entry_point
     (n, 3), entry_distance, entry_params (n, 5)."""
     m, nh, npts = I[0], I[1], I[2]  # (m shapes)
@@ -459,8 +476,8 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # n
     entry_params = carve(F, a + m, (m, 5))
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)
-    n, others = _ground_entries(poses, radii, lowest, kind, reach, slack, h, margin, shape,
-                                point, distance)
+    n, others = _ground_entries(poses, radii, extent, lowest, kind, reach, slack, h, margin,
+                                shape, point, distance)
     for e in range(n):
         for i in range(5):
             entry_params[e, i] = params[material_index[shape[e]], i]

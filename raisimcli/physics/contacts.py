@@ -26,7 +26,7 @@ import numpy as np
 
 from raisimcli.errors import StateError
 from raisimcli.jit import kernel
-from raisimcli.physics.collision import SPHERE, RobotShapes, Shape, boxes_apart, \
+from raisimcli.physics.collision import CAPSULE, SPHERE, RobotShapes, Shape, boxes_apart, \
     make_geometry, robot_shapes, sweep_and_prune, transform
 
 # shapes with flat faces: their contacts with a face are patches of several points
@@ -523,7 +523,7 @@ class ContactWorld:
             h, margin = self.ground_height, self.margin
             params = self._ground_params(rs)
             near = (*rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK, params), params)
-            if not near[1]:  # spheres only, or nothing near the ground
+            if not near[1]:  # spheres and capsules only, or nothing near the ground
                 return self._spheres_on_ground(rs, near[0])
         contacts = _Found(self.erp, self.slop)
         if self.ground_height is None:
@@ -540,12 +540,13 @@ class ContactWorld:
                                                       params)
                 if not n:
                     continue
-                if not others:  # spheres only (feet): their contacts as they are
+                if not others:  # spheres and capsules only: their contacts as they are
                     contacts.add_ground_spheres(rs, 0, n)
                     continue
                 spheres = 0  # the first of the sphere entries not added yet
                 for e, k in enumerate(rs.entry_shape[:n].tolist()):
-                    if rs.kind[k] != SPHERE:  # coal's, after the spheres before it
+                    if rs.kind[k] != SPHERE and rs.kind[k] != CAPSULE:  # coal's, after the
+                        # spheres and capsules before it
                         contacts.add_ground_spheres(rs, spheres, e)
                         self._ground_contacts(rs.system, rs.shapes[k], rs.transform(k),
                                               params[rs.material_index[k]], contacts)
@@ -649,8 +650,8 @@ class ContactWorld:
                          (system.name, shape.index, "ground", k))
 
     def _spheres_on_ground(self, rs: RobotShapes, n: int) -> ContactSet:
-        """The contacts of a robot alone on the ground whose shapes near it are all spheres:
-        entries [0, n) of its update_near_ground, as _Found's add_ground_spheres and
+        """The contacts of a robot alone on the ground whose shapes near it are all spheres or
+        capsules: entries [0, n) of its update_near_ground, as _Found's add_ground_spheres and
         contact_set make them (the same set), without their lists and blocks. The lists of the
         contacts' meta and keys are those of the last call when the same shapes touch (nobody
         writes into them)."""
@@ -763,10 +764,10 @@ _UP = (0.0, 0.0, 1.0)  # the ground's normal
 class _Found:
     """The contacts found by one detection, made a ContactSet at its end, in the order they
     come: one by one (coal's points), a contact patch's kept corners at once, or a robot's
-    spheres on the ground as arrays (no Python object per contact). Their points, normals,
-    distances, params and bodies are written into arrays that grow as needed, and the set gets
-    copies of the rows filled. The frames of normals other than the ground's are made in one
-    compiled loop."""
+    spheres and capsules on the ground as arrays (no Python object per contact). Their points,
+    normals, distances, params and bodies are written into arrays that grow as needed, and the
+    set gets copies of the rows filled. The frames of normals other than the ground's are made in
+    one compiled loop."""
 
     def __init__(self, erp: float, slop: float, capacity: int = 32):
         self.erp, self.slop = erp, slop
