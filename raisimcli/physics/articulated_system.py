@@ -575,8 +575,8 @@ class ArticulatedSystem:
             if not self._new_results:
                 M = M.copy()
             _getter_mass(M, gs.table)
-            cache["M_pin"], cache["M"], cache["pass"] = gs.M_pin, M, True  # (pass: its joint
-            # placements, _joint_jacobians)
+            # ("pass": crba's joint placements, which _joint_jacobians reads)
+            cache["M_pin"], cache["M"], cache["pass"] = gs.M_pin, M, True
         return M
 
     def get_nonlinearities(self, gravity=None) -> np.ndarray:
