@@ -659,17 +659,110 @@ def test_sphere_or_capsule_on_the_ground_is_coal_s_contact(kind):
         assert 50 < flat < 400  # (and as many just past the switch)
 
 
-def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_materials():
-    # a robot's spheres are answered in one compiled loop and its box by coal: the contacts
-    # still come in the order of the shapes, each with its own body, material pair and key
+def test_a_box_on_the_ground_is_coal_s_contact_patch():
+    # a box against the ground is answered without coal (collision._box_entries): the same
+    # contacts as coal.collide then computeContactPatch (ContactWorld._ground_contacts, the
+    # general detection's) at 3000 random poses, grounds and sizes around the margin: as many,
+    # in the same order, with the same keys, normals, frames and params, positions and
+    # distances within coal's own error (it takes the box larger by 1e-10 of its half sides).
+    # A quarter of the poses are a face within 1e-12..1e-4 rad of flat, a quarter an
+    # axis-aligned face exactly flat (ties in coal's order of the corners), a quarter tilted so
+    # that two edges of the face rise by 0.2..1 mm (3 or 4 corners within coal's 1 mm
+    # tolerance), a quarter random (a corner or an edge)
+    import pinocchio as pin
+    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry
+    from raisimcli.physics.contacts import DEFAULT_MARGIN, ContactWorld, _Found
+
+    class Still:  # a system whose only body is at the world origin
+        name = "block"
+
+        def body_placements(self):
+            return np.eye(3)[None].repeat(2, 0), np.zeros((2, 3))
+
+    rng = np.random.default_rng(9)
+    sizes = {}
+    for i in range(3000):
+        size = rng.uniform(0.01, 0.6, 3)
+        half = size / 2
+        geom, radius = make_geometry("box", size)
+        mode = i % 4
+        if mode == 0:  # a face nearly flat
+            R = pin.rpy.rpyToMatrix(*(rng.standard_normal(2) * 10 ** rng.uniform(-12, -4)),
+                                    rng.uniform(-np.pi, np.pi))
+        elif mode == 1:
+            R = _random_rotation(rng)
+        elif mode == 2:  # two edges of the face rise by a and b
+            a, b = rng.uniform(0.2e-3, 1.0e-3, 2)
+            R = pin.rpy.rpyToMatrix(np.arcsin(b / size[1]), np.arcsin(a / size[0]),
+                                    rng.uniform(-np.pi, np.pi))
+        else:  # a face exactly flat, the sides along the axes
+            R = np.eye(3)
+        if mode != 1:  # (which face is down: a signed permutation of the axes)
+            F = np.zeros((3, 3))
+            F[np.arange(3), rng.permutation(3)] = rng.choice([-1.0, 1.0], 3)
+            if np.linalg.det(F) < 0:
+                F[0] *= -1
+            R = R @ F
+        h = rng.choice([0.0, 0.1, -0.37])
+        P = np.eye(4)
+        P[:3, :3] = R
+        lowest = (np.abs(R[2]) * half).sum()
+        P[:3, 3] = [*rng.standard_normal(2), h + lowest + rng.uniform(-0.01, 2 * DEFAULT_MARGIN)]
+        worlds, system = [], Still()
+        for _ in range(2):
+            cw = ContactWorld()
+            cw.set_ground(h)
+            cw.robots.append(RobotShapes(system, [Shape(geom, "box", "body", 1, P, radius)]))
+            worlds.append(cw)
+        ours = worlds[0].detect()
+        cw, rs = worlds[1], worlds[1].robots[0]
+        rs.update()
+        found = _Found(cw.erp, cw.slop)
+        cw._request.security_margin = cw.margin
+        cw._ground_contacts(rs.system, rs.shapes[0], rs.transform(0), cw._ground_params(rs)[0],
+                            found)
+        theirs = found.contact_set()
+        assert len(ours) == len(theirs) <= 4
+        sizes[(mode, len(ours))] = sizes.get((mode, len(ours)), 0) + 1
+        if not len(ours):
+            continue
+        assert ours.keys == theirs.keys and ours.meta == theirs.meta
+        coal_error = 1e-10 * half.max() + 1e-15
+        assert_close(ours.points, theirs.points, rtol=0, atol=2 * coal_error)
+        assert_close(ours.distance, theirs.distance, rtol=0, atol=2 * coal_error)
+        assert np.array_equal(ours.frames, theirs.frames)
+        assert np.array_equal(ours.params, theirs.params)
+        assert np.array_equal(ours.bodies_a, theirs.bodies_a)
+    # both sides of the margin, and patches of every size, were seen
+    assert sum(v for (m, k), v in sizes.items() if k == 0) > 300
+    assert sizes[(1, 1)] > 300 and sizes[(0, 4)] > 300 and sizes[(3, 4)] > 300
+    assert sizes[(2, 2)] > 100 and sizes[(2, 3)] > 100 and sizes[(2, 4)] > 100
+    # a box thinner than BOX_SMALLEST (a patch of coal's may take corners of two faces) is
+    # left to coal: one entry of distance NaN
+    from raisimcli.physics.collision import BOX_SMALLEST
+    for thickness, coal_s in ((2 * BOX_SMALLEST, 0), (1.99 * BOX_SMALLEST, 1)):
+        geom, radius = make_geometry("box", (0.2, 0.1, thickness))
+        P = np.eye(4)
+        P[2, 3] = thickness / 2
+        rs = RobotShapes(Still(), [Shape(geom, "box", "body", 1, P, radius)])
+        rs.update()
+        n, others = rs.ground_entries(0.0, DEFAULT_MARGIN, DEFAULT_MARGIN, 1e-9)
+        assert (n, others) == ((4, 0) if not coal_s else (1, 1))
+        assert np.isnan(rs.entry_distance[0]) == bool(coal_s)
+
+
+def test_spheres_a_box_and_a_cylinder_on_the_ground_come_in_shape_order_with_their_materials():
+    # a robot's spheres and box are answered in one compiled loop and its cylinder by coal:
+    # the contacts still come in the order of the shapes, each with its own body, material
+    # pair and key
     from raisimcli.physics.collision import RobotShapes, Shape, make_geometry
     from raisimcli.physics.contacts import ContactWorld
 
-    class Still:  # bodies 1, 2, 3, 4 at the world origin
+    class Still:  # bodies 1, 2, 3, 4, 5 at the world origin
         name = "still"
 
         def body_placements(self):
-            return np.eye(3)[None].repeat(5, 0), np.zeros((5, 3))
+            return np.eye(3)[None].repeat(6, 0), np.zeros((6, 3))
 
     def at(x, z):
         P = np.eye(4)
@@ -681,7 +774,8 @@ def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_material
             ("sphere", (0.05,), 1, 0.0, 0.049, "default"),     # 1 mm into the ground
             ("box", (0.2, 0.2, 0.1), 2, 1.0, 0.05, "default"),  # resting on its face
             ("sphere", (0.03,), 3, 2.0, 0.032, "rubber"),      # 2 mm above, within the margin
-            ("sphere", (0.03,), 4, 3.0, 1.0, "rubber")):       # far above
+            ("sphere", (0.03,), 4, 3.0, 1.0, "rubber"),        # far above
+            ("cylinder", (0.05, 0.1), 5, 4.0, 0.049, "rubber")):  # 1 mm into the ground
         geom, radius = make_geometry(kind, size)
         shapes.append(Shape(geom, kind, f"link{body}", body, at(x, z), radius, material,
                             len(shapes)))
@@ -690,19 +784,25 @@ def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_material
     cw.set_material_pair("rubber", "default", 0.3, 0.5)
     cw.robots.append(RobotShapes(Still(), shapes))
     found = cw.detect()
-    assert [key[1] for key in found.keys] == [0, 1, 1, 1, 1, 2]  # the shapes, in order
+    n = len(found)
+    assert n > 6  # (the cylinder's face: coal's patch of several points)
+    assert [key[1] for key in found.keys] == [0, 1, 1, 1, 1, 2] + [4] * (n - 6)  # shape order
     assert found.keys[0] == ("still", 0, "ground", 0) and found.keys[5] == ("still", 2, "ground", 0)
     assert [k[3] for k in found.keys[1:5]] == [0, 1, 2, 3]  # the box face's four corners
-    assert found.bodies_a.tolist() == [1, 2, 2, 2, 2, 3]
+    assert [k[3] for k in found.keys[6:]] == list(range(n - 6))
+    assert found.bodies_a.tolist() == [1, 2, 2, 2, 2, 3] + [5] * (n - 6)
     assert found.alone is not None
     assert_close(found.distance[[0, 5]], [-0.001, 0.002], rtol=0, atol=1e-15)
-    assert_close(found.distance[1:5], np.zeros(4), rtol=0, atol=1e-11)  # coal's, to 5e-12
+    assert_close(found.distance[1:5], np.zeros(4), rtol=0, atol=1e-15)  # (exact: answered)
+    assert_close(found.distance[6:], np.full(n - 6, -0.001), rtol=0, atol=1e-11)  # coal's
     assert_close(found.points[0], [0.0, 0.0, -0.0005], rtol=0, atol=1e-15)
     assert_close(found.points[5], [2.0, 0.0, 0.001], rtol=0, atol=1e-15)
     assert sorted(map(tuple, np.round(found.points[1:5], 9) + 0.0)) == \
         [(0.9, -0.1, 0.0), (0.9, 0.1, 0.0), (1.1, -0.1, 0.0), (1.1, 0.1, 0.0)]
-    assert np.array_equal(found.frames[:, :, 2], np.tile([0.0, 0.0, 1.0], (6, 1)))
-    assert found.params[:, :2].tolist() == [[0.8, 0.0]] * 5 + [[0.3, 0.5]]
+    assert_close(np.hypot(found.points[6:, 0] - 4.0, found.points[6:, 1]), np.full(n - 6, 0.05),
+                 rtol=0, atol=1e-9)  # (on the cylinder's rim)
+    assert np.array_equal(found.frames[:, :, 2], np.tile([0.0, 0.0, 1.0], (n, 1)))
+    assert found.params[:, :2].tolist() == [[0.8, 0.0]] * 5 + [[0.3, 0.5]] * (n - 5)
     # the spheres' params follow changes of the pairs, the default pair, erp and slop
     cw.set_material_pair("rubber", "default", 0.6, 0.1)
     cw.erp, cw.slop = 0.5, 2e-5
@@ -714,8 +814,8 @@ def test_spheres_and_a_box_on_the_ground_come_in_shape_order_with_their_material
 
 def test_spheres_of_a_robot_alone_on_the_ground_are_the_general_detection_s_set():
     # a robot alone on the ground whose shapes near it are spheres gets its contacts without
-    # the general detection's blocks (ContactWorld._spheres_on_ground): the same set as
-    # _Found.add_ground_spheres and contact_set make, array for array, through the quadruped's
+    # the general detection's blocks (ContactWorld._answered_on_ground): the same set as
+    # _Found.add_ground_entries and contact_set make, array for array, through the quadruped's
     # fall, impacts and stand (no contact, some feet, four; meta and keys reused while the same
     # feet touch)
     from raisimcli.physics.contacts import _Found
@@ -733,7 +833,7 @@ def test_spheres_of_a_robot_alone_on_the_ground_are_the_general_detection_s_set(
         w.integrate1()
         ours = w.contacts
         general = _Found(cw.erp, cw.slop)
-        general.add_ground_spheres(cw.robots[0], 0, len(ours))
+        general.add_ground_entries(cw.robots[0], 0, len(ours))
         theirs = general.contact_set(r)
         counts.add(len(ours))
         assert len(ours) == len(theirs) and ours.alone is theirs.alone
@@ -744,7 +844,7 @@ def test_spheres_of_a_robot_alone_on_the_ground_are_the_general_detection_s_set(
             assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
         w.integrate2()
     assert {0, 4} <= counts and len(counts) > 2  # apart, some feet, all four
-    assert cw._last_spheres is not None  # (the path of spheres alone was taken)
+    assert cw._last_answered is not None  # (the path of spheres alone was taken)
 
 
 def test_sweep_and_prune_finds_the_overlapping_pairs_of_other_groups():

@@ -32,6 +32,12 @@ HAND = f"""<robot name="hand">
   <link name="finger2"><inertial><mass value="0.1"/>{_INERTIA.format(0.001)}</inertial></link>
 </robot>"""
 
+# a floating cylinder (a can): its contacts with the ground are coal's
+CAN = f"""<robot name="can">
+  <link name="body"><inertial><mass value="1.0"/>{_INERTIA.format(0.005)}</inertial>
+    <collision><geometry><cylinder radius="0.05" length="0.2"/></geometry></collision></link>
+</robot>"""
+
 LEGS = [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
 
 
@@ -94,11 +100,18 @@ def _setup(case, w):
         r = w.add_articulated_system(robot("spring_joint.urdf"))
         if case == "spring_rk4":
             r.set_integration_scheme("RUNGE_KUTTA_4")
-    elif case == "box_tilted":  # a box's faces: coal's contacts and patches, not spheres
+    elif case == "box_tilted":  # a box's corners, edges and faces: its contact patches of 1
+        # to 4 corners, answered as coal answers them (collision._box_entries)
         w.add_ground()
         r = w.add_articulated_system(robot("box.urdf"))
         q = r.get_generalized_coordinate()
         q[2], q[3:7] = 0.2, [0.9, 0.3, 0.2, 0.1]  # (normalised by the setter)
+        r.set_state(q, np.zeros(r.nv))
+    elif case == "can_tilted":  # a cylinder's rim and face: coal's contacts and patches
+        w.add_ground()
+        r = w.add_articulated_system(load_urdf_string(CAN, path=robot("can.urdf")))
+        q = r.get_generalized_coordinate()
+        q[2], q[3:7] = 0.15, [0.9, 0.3, 0.2, 0.1]
         r.set_state(q, np.zeros(r.nv))
     elif case == "three_apart":  # one robot each, detected apart; the third in the air
         r = _quadruped(w, name="first")
@@ -251,8 +264,9 @@ def _same_system(ra, rb):
 
 @pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid",
                                   "drop_euler", "actuators_and_limits", "arm",
-                                  "arm_torque_mode", "spring", "box_tilted", "three_apart",
-                                  "one_onto_another", "fourbar", "gripper_on_quadruped",
+                                  "arm_torque_mode", "spring", "box_tilted", "can_tilted",
+                                  "three_apart", "one_onto_another", "fourbar",
+                                  "gripper_on_quadruped",
                                   "gripper_rk4", "fourbar_friction", "hand_on_ground",
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
                                   "self_collision", "arm_pushed", "drop_pushed", "drop_rk4",
@@ -313,8 +327,10 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
     assert len(taken) == 400
     if case.startswith("drop"):
         assert len(wa.contacts) == 4  # standing after the impacts
-    if case == "box_tilted":  # landed on an edge or a face: coal's patches of several corners
+    if case == "box_tilted":  # landed on an edge or a face: patches of several corners
         assert most_contacts >= 2
+    if case == "can_tilted":  # landed on its rim: coal's contacts
+        assert most_contacts >= 1
     if case == "one_onto_another":  # the robots touched: the general path solved them together
         assert robots_touched and not any(apart)  # (always near: the general detection)
     staged = [constrained for from_stage, constrained in general if from_stage]

@@ -189,7 +189,10 @@ class RobotShapes:
     capsule and cylinder: r, half length; box: half sides; other: the bounding radius),
     `hull` and `hull_points`, the convex meshes' vertices and edges (_hull_walk), and `poses`
     (n, 4, 4) and `lowest` (n,), the world poses and each shape's lowest height, filled by
-    :meth:`update`."""
+    :meth:`update`. Each shape has slots for its contacts with the ground: a box BOX_SLOTS (the
+    corners of a face), any other shape one; shape k's are first_slot[k]:first_slot[k + 1],
+    and ground_meta and ground_key are per slot (the key of a box's i-th contact ends in i,
+    as those of coal's contact patches do)."""
 
     system: object
     shapes: list
@@ -224,19 +227,26 @@ class RobotShapes:
         # what the contact of each shape with the ground says of it (ContactSet's meta and
         # key), and ground_entries' results
         name = self.system.name
-        self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground") for s in self.shapes]
-        self.ground_key = [(name, s.index, "ground", 0) for s in self.shapes]
+        # (per slot: a box's up to BOX_SLOTS contacts are its slots, any other shape's one)
+        slots = [BOX_SLOTS if k == BOX else 1 for k in self.kind.tolist()]
+        self.first_slot = np.cumsum([0] + slots).astype(np.int64)  # shape k's: [k]:[k + 1]
+        self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground")
+                            for s, count in zip(self.shapes, slots) for _ in range(count)]
+        self.ground_key = [(name, s.index, "ground", i)
+                           for s, count in zip(self.shapes, slots) for i in range(count)]
         self.materials = list(dict.fromkeys(s.material for s in self.shapes))
         self.material_index = np.array([self.materials.index(s.material) for s in self.shapes],
                                        dtype=np.int64)
         self.ground_params = None  # (key, table) of ContactWorld._ground_params
-        self.entry_shape = np.zeros(n, dtype=np.int64)
-        self.entry_point = np.zeros((n, 3))
-        self.entry_distance = np.zeros(n)
-        self.entry_params = np.zeros((n, 5))
-        self.entry_bodies = np.zeros(n, dtype=np.int64)
+        e = int(self.first_slot[-1])  # (the most entries: every slot one)
+        self.entry_shape = np.zeros(e, dtype=np.int64)
+        self.entry_slot = np.zeros(e, dtype=np.int64)
+        self.entry_point = np.zeros((e, 3))
+        self.entry_distance = np.zeros(e)
+        self.entry_params = np.zeros((e, 5))
+        self.entry_bodies = np.zeros(e, dtype=np.int64)
         self.bounds = np.zeros((1, 6))  # update_near_ground's box of all shapes, when not given
-        self.links_of_entries: dict = {}  # the link names of entries' shapes, by their bytes
+        self.links_of_entries: dict = {}  # the link names of entries by their slots' bytes
         self._pack()
 
     def _pack(self) -> None:
@@ -245,15 +255,17 @@ class RobotShapes:
         then takes two arguments for them (each array passed costs numba about 55-70 ns).
         Write into these attributes; never bind them to other arrays (the compiled call would
         not see those)."""
-        ints = ("bodies", "kind", "material_index", "hull", "entry_shape", "entry_bodies")
+        ints = ("bodies", "kind", "material_index", "hull", "first_slot", "entry_shape",
+                "entry_slot", "entry_bodies")
         floats = ("placements", "extent", "hull_points", "radii", "poses", "lowest",
                   "entry_point", "entry_distance", "entry_params")
-        head = [self.bodies.size, self.hull.size, self.hull_points.shape[0]]
+        head = [self.bodies.size, self.hull.size, self.hull_points.shape[0],
+                self.entry_shape.size]
         self._I = np.concatenate([np.array(head, dtype=np.int64)] +
                                  [getattr(self, a).reshape(-1) for a in ints]).astype(np.int64)
         self._F = np.concatenate([getattr(self, a).reshape(-1) for a in floats]) \
             .astype(np.float64)
-        for buffer, names, a in ((self._I, ints, 3), (self._F, floats, 0)):
+        for buffer, names, a in ((self._I, ints, len(head)), (self._F, floats, 0)):
             for name in names:
                 old = getattr(self, name)
                 setattr(self, name, buffer[a:a + old.size].reshape(old.shape))
@@ -298,7 +310,7 @@ class RobotShapes:
         if views is None:
             self.update()
             n, others = self.ground_entries(height, margin, reach, slack)
-            entries = self.entry_shape[:n]
+            entries = self.entry_shape[:n]  # (their shapes)
             self.entry_params[:n] = params[self.material_index[entries]]
             self.entry_bodies[:n] = self.bodies[entries]
             _robot_bounds(self.poses, self.radii, margin, bounds, row)
@@ -312,14 +324,15 @@ class RobotShapes:
             tuple[int, int]:
         """The shapes near the ground (whose bounding sphere reaches down to `reach` and whose
         lowest point, of the last update, is within `reach` + `slack`), in order, as entries
-        entry_shape[:n], entry_point[:n], entry_distance[:n]: a sphere within `margin` of the
-        ground at `height` is its contact (see _ground_entries), a sphere farther away is no
-        entry, any other shape is an entry of distance NaN for coal to answer (a capsule is
-        answered as a sphere is, see _ground_entries). Returns (n, how many entries are neither
-        spheres nor capsules)."""
+        entry_shape[:n] (the shape), entry_slot[:n] (its slot), entry_point[:n],
+        entry_distance[:n]: a sphere, capsule or box within `margin` of the ground at `height`
+        gives its contacts (see _ground_entries; a box up to four, one after the other), one
+        farther away none; any other shape is one entry of distance NaN (at its first slot)
+        for coal to answer. Returns (n, how many entries are coal's)."""
         n, others = _ground_entries(self.poses, self.radii, self.extent, self.lowest,
-                                    self.kind, reach, slack, height, margin, self.entry_shape,
-                                    self.entry_point, self.entry_distance)
+                                    self.kind, self.first_slot, reach, slack, height, margin,
+                                    self.entry_shape, self.entry_slot, self.entry_point,
+                                    self.entry_distance)
         return int(n), int(others)
 
     def transform(self, k: int) -> coal.Transform3s:
@@ -401,18 +414,121 @@ def _lowest(poses, kind, extent, hull, points, out):
 # capsule-halfspace test; tests/test_contacts.py finds the same switch)
 CAPSULE_FLAT = 1e-12
 
+# A box against the ground: coal's contact patch (computeContactPatch with a default
+# ContactPatchRequest) is the box's corners whose height is within the request's patch
+# tolerance of the lowest corner's, in coal's order of them (_box_entries). Its slots: the most
+# corners such a patch has when the box's smallest half side is at least BOX_SMALLEST (4: a
+# face; a smaller box goes to coal, whose patch of it may take corners of two faces).
+BOX_SLOTS = 4
+BOX_PATCH_TOLERANCE = coal.ContactPatchRequest().getPatchTolerance()  # m (coal's: 1e-3)
+BOX_SMALLEST = 2 * BOX_PATCH_TOLERANCE
+# the corners' signs of the half sides, in the order of coal 3.0's support set of a box
+# (getShapeSupportSet(const Box*, ...) in src/narrowphase/support_functions.cpp)
+_CORNERS = np.array([[1, 1, 1], [-1, 1, 1], [-1, -1, 1], [1, -1, 1], [1, 1, -1], [-1, 1, -1],
+                     [-1, -1, -1], [1, -1, -1]], dtype=np.float64)
+_DUMMY_PRECISION = 1e-12  # Eigen's NumTraits<double>::dummy_precision(), coal's hull's test
+
 
 @kernel
-def _ground_entries(poses, radii, extent, lowest, kind, reach, slack, h, margin, shape, point,
-                    distance):
-    """The entries of RobotShapes.ground_entries; returns (entries, entries that are neither
-    spheres nor capsules). A sphere of radius r centred at (x, y, z) is at the signed distance
-    d = (z - h) - r from the ground at height h; its contact point is midway between its lowest
-    point and the ground below its centre, (x, y, ((z - r) + h) / 2), its normal +z. A
-    capsule's contact is that of the sphere of its radius at the lower end of its axis, or at
-    its centre when the axis lies flat (|cos| below CAPSULE_FLAT), as coal answers it: one
-    contact. This is coal's contact to within coal's rounding of the shape's rotation, which
-    cannot matter (a test compares the two)."""
+def _corner(poses, s, extent, k, i):
+    """Coordinate i of box s's corner k (_CORNERS) in the world."""
+    return poses[s, i, 3] + ((poses[s, i, 0] * (_CORNERS[k, 0] * extent[s, 0]) +
+                              poses[s, i, 1] * (_CORNERS[k, 1] * extent[s, 1])) +
+                             poses[s, i, 2] * (_CORNERS[k, 2] * extent[s, 2]))
+
+
+@kernel
+def _turn(point, v, a, b):
+    """det(a - v, b - v) of rows a, b and v of `point` in coal's patch frame of the ground,
+    whose axes are the world's x and -y (coal's frame of the normal -z from the box down)."""
+    return (point[a, 0] - point[v, 0]) * (point[v, 1] - point[b, 1]) - \
+        (point[v, 1] - point[a, 1]) * (point[b, 0] - point[v, 0])
+
+
+@kernel
+def _before(point, v, a, b):
+    """Whether row a comes before row b in coal's hull (computePolygonConvexHull's order of
+    the points after the first, v): counter-clockwise in the patch frame from v (_turn), the
+    nearer of two points on one line from v first."""
+    det = _turn(point, v, a, b)
+    if abs(det) <= _DUMMY_PRECISION:
+        da = (point[a, 0] - point[v, 0]) ** 2 + (point[a, 1] - point[v, 1]) ** 2
+        db = (point[b, 0] - point[v, 0]) ** 2 + (point[b, 1] - point[v, 1]) ** 2
+        return da <= db
+    return det > 0.0
+
+
+@kernel
+def _swap_rows(point, a, b):
+    """Swap rows a and b of `point` (n, 3)."""
+    for i in range(3):
+        point[a, i], point[b, i] = point[b, i], point[a, i]
+
+
+@kernel
+def _box_entries(poses, s, extent, h, margin, point, distance, n):
+    """The contacts of box s with the ground at height h, as coal 3.0 answers them (coal.collide,
+    then computeContactPatch with the default request), into rows n, n + 1, ... of `point`
+    and `distance`; returns how many (0 when the lowest corner is farther than `margin`). The
+    patch: the corners whose height is within BOX_PATCH_TOLERANCE of the lowest corner's (the
+    box's smallest half side at least BOX_SMALLEST: 1 to 4 corners of one face), each at its
+    x, y and at the height midway between the lowest corner and the ground, all at the
+    lowest corner's signed distance. Their order is coal's: 1 or 2 corners in the order of
+    _CORNERS; 3 or 4 as coal's convex hull of them orders them (computePolygonConvexHull in
+    the patch frame: the corner of the largest y first, the first of equal ones, then
+    clockwise seen from above). coal takes the box a little larger (its support function's
+    factor 1 + 1e-10 of the half sides), so its points and distances are off ours by up to
+    1e-10 times the half sides; tests/test_contacts.py compares the two."""
+    zmin = np.inf
+    for k in range(8):
+        z = _corner(poses, s, extent, k, 2)
+        if z < zmin:
+            zmin = z
+    d = zmin - h
+    if not d <= margin:
+        return 0
+    c = 0
+    for k in range(8):  # (at most four: a face's, by BOX_SMALLEST)
+        if _corner(poses, s, extent, k, 2) - zmin <= BOX_PATCH_TOLERANCE:
+            point[n + c, 0] = _corner(poses, s, extent, k, 0)
+            point[n + c, 1] = _corner(poses, s, extent, k, 1)
+            c += 1
+    if c == 3:  # coal's triangle: the largest y first (a swap), then counter-clockwise
+        if point[n, 1] < point[n + 1, 1]:
+            _swap_rows(point, n, n + 1)
+        if point[n, 1] < point[n + 2, 1]:
+            _swap_rows(point, n, n + 2)
+        if _turn(point, n, n + 1, n + 2) < 0.0:
+            _swap_rows(point, n + 1, n + 2)
+    elif c == 4:  # coal's Graham scan: the largest y first (a swap), the rest sorted stably
+        first = n
+        for k in range(n + 1, n + 4):
+            if point[k, 1] > point[first, 1]:
+                first = k
+        _swap_rows(point, n, first)
+        for k in range(n + 2, n + 4):  # (insertion sort, as std::stable_sort's of 3)
+            j = k
+            while j > n + 1 and _before(point, n, j, j - 1):
+                _swap_rows(point, j, j - 1)
+                j -= 1
+    middle = (zmin + h) / 2
+    for e in range(n, n + c):
+        point[e, 2] = middle
+        distance[e] = d
+    return c
+
+
+@kernel
+def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h, margin,
+                    shape, slot, point, distance):
+    """The entries of RobotShapes.ground_entries; returns (entries, entries for coal). A sphere
+    of radius r centred at (x, y, z) is at the signed distance d = (z - h) - r from the ground
+    at height h; its contact point is midway between its lowest point and the ground below its
+    centre, (x, y, ((z - r) + h) / 2), its normal +z. A capsule's contact is that of the sphere
+    of its radius at the lower end of its axis, or at its centre when the axis lies flat (|cos|
+    below CAPSULE_FLAT), as coal answers it: one contact. This is coal's contact to within
+    coal's rounding of the shape's rotation, which cannot matter (a test compares the two). A
+    box's are _box_entries', in its slots in order."""
     n = 0
     others = 0
     for s in range(radii.shape[0]):
@@ -433,10 +549,16 @@ def _ground_entries(poses, radii, extent, lowest, kind, reach, slack, h, margin,
                 continue
             point[n, 0], point[n, 1], point[n, 2] = x, y, ((z - r) + h) / 2
             distance[n] = d
+        elif k == BOX and min(extent[s, 0], extent[s, 1], extent[s, 2]) >= BOX_SMALLEST:
+            c = _box_entries(poses, s, extent, h, margin, point, distance, n)
+            for i in range(c):
+                shape[n + i], slot[n + i] = s, first_slot[s] + i
+            n += c
+            continue
         else:
             distance[n] = np.nan
             others += 1
-        shape[n] = s
+        shape[n], slot[n] = s, first_slot[s]
         n += 1
     return n, others
 
@@ -445,19 +567,23 @@ def _ground_entries(poses, radii, extent, lowest, kind, reach, slack, h, margin,
 def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # noqa: E741
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
     entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
-    of `bounds`; returns (entries, entries neither spheres nor capsules). The robot's arrays
-    come packed (RobotShapes._pack): I holds n (the shapes), the length of hull and the number of
-    hull points, then bodies, kind, material_index, hull, entry_shape, entry_bodies; F placements
-    (n, 4, 4), extent (n, 3), hull_points (., 3), radii, poses (n, 4, 4), lowest, entry_point
-    (n, 3), entry_distance, entry_params (n, 5)."""
-    m, nh, npts = I[0], I[1], I[2]  # (m shapes)
-    a = 3
+    of `bounds`; returns (entries, entries for coal). The robot's arrays come packed
+    (RobotShapes._pack): I holds n (the shapes), the length of hull, the number of hull points
+    and e (the slots), then bodies, kind, material_index, hull, first_slot (n + 1),
+    entry_shape, entry_slot, entry_bodies (e each); F placements (n, 4, 4), extent (n, 3),
+    hull_points (., 3), radii, poses (n, 4, 4), lowest, entry_point (e, 3), entry_distance
+    (e), entry_params (e, 5)."""
+    m, nh, npts, ne = I[0], I[1], I[2], I[3]  # (m shapes, ne slots)
+    a = 4
     bodies, kind = span(I, a, a + m), span(I, a + m, a + 2 * m)
     material_index = span(I, a + 2 * m, a + 3 * m)
     a += 3 * m
     hull = span(I, a, a + nh)
     a += nh
-    shape, entry_bodies = span(I, a, a + m), span(I, a + m, a + 2 * m)
+    first_slot = span(I, a, a + m + 1)
+    a += m + 1
+    shape, slot = span(I, a, a + ne), span(I, a + ne, a + 2 * ne)
+    entry_bodies = span(I, a + 2 * ne, a + 3 * ne)
     placements = carve(F, 0, (m, 4, 4))
     a = 16 * m
     extent = carve(F, a, (m, 3))
@@ -470,14 +596,14 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # n
     a += 16 * m
     lowest = span(F, a, a + m)
     a += m
-    point = carve(F, a, (m, 3))
-    a += 3 * m
-    distance = span(F, a, a + m)
-    entry_params = carve(F, a + m, (m, 5))
+    point = carve(F, a, (ne, 3))
+    a += 3 * ne
+    distance = span(F, a, a + ne)
+    entry_params = carve(F, a + ne, (ne, 5))
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)
-    n, others = _ground_entries(poses, radii, extent, lowest, kind, reach, slack, h, margin,
-                                shape, point, distance)
+    n, others = _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h,
+                                margin, shape, slot, point, distance)
     for e in range(n):
         for i in range(5):
             entry_params[e, i] = params[material_index[shape[e]], i]

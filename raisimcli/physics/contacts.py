@@ -26,8 +26,8 @@ import numpy as np
 
 from raisimcli.errors import StateError
 from raisimcli.jit import kernel
-from raisimcli.physics.collision import CAPSULE, SPHERE, RobotShapes, Shape, boxes_apart, \
-    make_geometry, robot_shapes, sweep_and_prune, transform
+from raisimcli.physics.collision import RobotShapes, Shape, boxes_apart, make_geometry, \
+    robot_shapes, sweep_and_prune, transform
 
 # shapes with flat faces: their contacts with a face are patches of several points
 _PATCH_KINDS = ("box", "cylinder", "mesh")
@@ -459,8 +459,8 @@ class ContactWorld:
         self._broad = None  # see _broad_phase_entries
         self._pairs_version = 0  # set_material_pair's changes, for _ground_params
         self._robots_version = 0  # add_robot's and remove_robot's changes, for structure()
-        # id(RobotShapes) -> (it, its shapes, meta, keys): _spheres_on_ground's last lists
-        self._last_spheres = {}
+        # id(RobotShapes) -> (it, its slots, meta, keys): _answered_on_ground's last lists
+        self._last_answered = {}
 
     # --- set-up ---------------------------------------------------------------------------------
     def set_ground(self, height: float = 0.0, material: str = "default") -> None:
@@ -523,8 +523,8 @@ class ContactWorld:
             h, margin = self.ground_height, self.margin
             params = self._ground_params(rs)
             near = (*rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK, params), params)
-            if not near[1]:  # spheres and capsules only, or nothing near the ground
-                return self._spheres_on_ground(rs, near[0])
+            if not near[1]:  # spheres, capsules and boxes only, or nothing near the ground
+                return self._answered_on_ground(rs, near[0])
         contacts = _Found(self.erp, self.slop)
         if self.ground_height is None:
             for rs in self.robots:
@@ -534,24 +534,23 @@ class ContactWorld:
             for rs in self.robots:
                 if near is not None:
                     n, others, params = near
-                else:  # (the ground params: the spheres' and the other shapes')
+                else:  # (the ground params: of every shape's material)
                     params = self._ground_params(rs)
                     n, others = rs.update_near_ground(h, margin, h + margin, _GROUND_SLACK,
                                                       params)
                 if not n:
                     continue
-                if not others:  # spheres and capsules only: their contacts as they are
-                    contacts.add_ground_spheres(rs, 0, n)
+                if not others:  # no entry for coal: the contacts as they are
+                    contacts.add_ground_entries(rs, 0, n)
                     continue
-                spheres = 0  # the first of the sphere entries not added yet
-                for e, k in enumerate(rs.entry_shape[:n].tolist()):
-                    if rs.kind[k] != SPHERE and rs.kind[k] != CAPSULE:  # coal's, after the
-                        # spheres and capsules before it
-                        contacts.add_ground_spheres(rs, spheres, e)
-                        self._ground_contacts(rs.system, rs.shapes[k], rs.transform(k),
-                                              params[rs.material_index[k]], contacts)
-                        spheres = e + 1
-                contacts.add_ground_spheres(rs, spheres, n)
+                answered = 0  # the first of the answered entries not added yet
+                for e in np.flatnonzero(np.isnan(rs.entry_distance[:n])).tolist():
+                    k = int(rs.entry_shape[e])  # coal's, after the answered entries before it
+                    contacts.add_ground_entries(rs, answered, e)
+                    self._ground_contacts(rs.system, rs.shapes[k], rs.transform(k),
+                                          params[rs.material_index[k]], contacts)
+                    answered = e + 1
+                contacts.add_ground_entries(rs, answered, n)
         # pairs of shapes: only when two of them can touch (two robots, a static box, or a robot
         # with self-collision); one robot alone on the ground has none to test
         pairs_possible = len(self.robots) > 1 or bool(self.static) or \
@@ -649,22 +648,22 @@ class ContactWorld:
             contacts.add(system, shape, None, -1, "ground", p, n, d, params,
                          (system.name, shape.index, "ground", k))
 
-    def _spheres_on_ground(self, rs: RobotShapes, n: int) -> ContactSet:
-        """The contacts of a robot alone on the ground whose shapes near it are all spheres or
-        capsules: entries [0, n) of its update_near_ground, as _Found's add_ground_spheres and
-        contact_set make them (the same set), without their lists and blocks. The lists of the
-        contacts' meta and keys are those of the last call when the same shapes touch (nobody
-        writes into them)."""
+    def _answered_on_ground(self, rs: RobotShapes, n: int) -> ContactSet:
+        """The contacts of a robot alone on the ground whose shapes near it are all answered
+        without coal (spheres, capsules, boxes): entries [0, n) of its update_near_ground, as
+        _Found's add_ground_entries and contact_set make them (the same set), without their
+        lists and blocks. The lists of the contacts' meta and keys are those of the last call
+        when the same slots touch (nobody writes into them)."""
         if not n:
             return EMPTY_CONTACTS
-        shapes = rs.entry_shape[:n].tobytes()
-        last = self._last_spheres.get(id(rs))
-        if last is None or last[0] is not rs or last[1] != shapes:
-            if len(self._last_spheres) > len(self.robots):  # (robots removed since)
-                self._last_spheres.clear()
-            ks = rs.entry_shape[:n].tolist()
-            last = self._last_spheres[id(rs)] = (rs, shapes, [rs.ground_meta[k] for k in ks],
-                                                 [rs.ground_key[k] for k in ks])
+        slots = rs.entry_slot[:n].tobytes()
+        last = self._last_answered.get(id(rs))
+        if last is None or last[0] is not rs or last[1] != slots:
+            if len(self._last_answered) > len(self.robots):  # (robots removed since)
+                self._last_answered.clear()
+            ks = rs.entry_slot[:n].tolist()
+            last = self._last_answered[id(rs)] = (rs, slots, [rs.ground_meta[k] for k in ks],
+                                                  [rs.ground_key[k] for k in ks])
         frames = np.empty((n, 3, 3))
         frames[:] = _UP_FRAME
         return ContactSet(last[2], last[3], rs.entry_point[:n].copy(), frames,
@@ -675,9 +674,9 @@ class ContactWorld:
         """detect() for several robots on the ground that touch nothing but it, as one contact
         set per robot (in the order of `robots`; joined, ContactSet.joined, they are detect()'s
         set): when there is no static box and no self-collision, every shape near the ground is
-        a sphere, and no two robots' shapes are within the margin (the robots' boxes of their
-        shapes' boxes are apart, or else the broad phase of the shapes finds no pair). None
-        otherwise (then call detect())."""
+        answered without coal (a sphere, capsule or box), and no two robots' shapes are within
+        the margin (the robots' boxes of their shapes' boxes are apart, or else the broad phase
+        of the shapes finds no pair). None otherwise (then call detect())."""
         if self.ground_height is None or self.static or len(self.robots) < 2 or \
                 any(rs.self_collision for rs in self.robots):
             return None
@@ -693,7 +692,7 @@ class ContactWorld:
             counts.append(n)
         if not self.robots_apart(bounds):
             return None
-        return [self._spheres_on_ground(rs, n) for rs, n in zip(self.robots, counts)]
+        return [self._answered_on_ground(rs, n) for rs, n in zip(self.robots, counts)]
 
     def robots_apart(self, bounds: np.ndarray) -> bool:
         """Whether no two robots' shapes are within the margin, from each robot's box of its
@@ -764,10 +763,10 @@ _UP = (0.0, 0.0, 1.0)  # the ground's normal
 class _Found:
     """The contacts found by one detection, made a ContactSet at its end, in the order they
     come: one by one (coal's points), a contact patch's kept corners at once, or a robot's
-    spheres and capsules on the ground as arrays (no Python object per contact). Their points,
-    normals, distances, params and bodies are written into arrays that grow as needed, and the
-    set gets copies of the rows filled. The frames of normals other than the ground's are made in
-    one compiled loop."""
+    spheres, capsules and boxes on the ground as arrays (no Python object per contact). Their
+    points, normals, distances, params and bodies are written into arrays that grow as needed,
+    and the set gets copies of the rows filled. The frames of normals other than the ground's are
+    made in one compiled loop."""
 
     def __init__(self, erp: float, slop: float, capacity: int = 32):
         self.erp, self.slop = erp, slop
@@ -818,14 +817,14 @@ class _Found:
         self._params[i:i + k], self._bodies[i:i + k] = params, shape.body
         self._all_up = False
 
-    def add_ground_spheres(self, rs: RobotShapes, first: int, stop: int) -> None:
-        """The sphere entries first, ..., stop - 1 of rs.update_near_ground (each a contact
-        with the ground, normal +z, with its params and body)."""
+    def add_ground_entries(self, rs: RobotShapes, first: int, stop: int) -> None:
+        """Entries first, ..., stop - 1 of rs.update_near_ground, none of them coal's (each a
+        contact with the ground, normal +z, with its params and body)."""
         if stop <= first:
             return
-        shapes = rs.entry_shape[first:stop].tolist()
-        self.meta.extend([rs.ground_meta[k] for k in shapes])
-        self.keys.extend([rs.ground_key[k] for k in shapes])
+        slots = rs.entry_slot[first:stop].tolist()
+        self.meta.extend([rs.ground_meta[k] for k in slots])
+        self.keys.extend([rs.ground_key[k] for k in slots])
         i = self._rows(stop - first)
         j = self.n
         self._points[i:j], self._normals[i:j] = rs.entry_point[first:stop], _UP
@@ -841,7 +840,7 @@ class _Found:
         if not n:
             return EMPTY_CONTACTS
         frames = np.empty((n, 3, 3))
-        if self._all_up:  # spheres on the ground: one frame
+        if self._all_up:  # answered on the ground: one frame
             frames[:] = _UP_FRAME
         else:
             _unit_frames(self._normals[:n], frames)

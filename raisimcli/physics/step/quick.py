@@ -12,7 +12,8 @@ between them and most of their arguments:
 - the joint rows are made in the compiled call from the joints' states, as JointRowTable._build
   makes them (position limits, velocity limits, then friction, each in joint order);
 - a row is named by an integer code instead of its key: kind * nj + joint for a joint's row
-  (kinds: position limit, velocity limit, friction), 3 nj + 3 shape + direction for a contact's.
+  (kinds: position limit, velocity limit, friction), 3 nj + 3 slot + direction for a contact's
+  (the contact's slot of the robot's shapes, RobotShapes).
   The warm start is the last step's codes and impulses; a row takes the impulse of the row with
   its code, 0 if none, as warm_start_impulses takes the one with its key. `CodedWarmStart` is the
   World's warm start between steps and gives the keys when someone reads them;
@@ -31,11 +32,11 @@ elimination in the call (constraints._eliminate_mimics, as Elimination.of_mimics
 constrained solve of _impulse_step; their impulses and errors go into OF
 (ArticulatedSystem.constraint_report's arrays). A step without any row (no contact, no joint at a
 limit, no joint friction) takes u* (u_0 with mimics) as u_{t+1}, as ArticulatedSystem.finish_step
-does. Otherwise, or when the compiled call finds what only the other path handles (a shape near the
-ground that is neither a sphere nor a capsule, M~ not positive definite), it returns None and
-lean.step takes the step from the start: Pinocchio's results are recomputed, with the same bits.
-After such a step the next `_BACK_OFF` steps go to lean.step directly (a robot whose box sits on
-the ground would otherwise pay for both paths at every step).
+does. Otherwise, or when the compiled call finds what only the other path handles (a shape near
+the ground that coal must answer, such as a cylinder or a mesh; M~ not positive definite), it
+returns None and lean.step takes the step from the start: Pinocchio's results are recomputed,
+with the same bits. After such a step the next `_BACK_OFF` steps go to lean.step directly (a
+robot whose cylinder sits on the ground would otherwise pay for both paths at every step).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ _PER_CONTACT = 31
 _C_LOGGED = _C_VELOCITY_CONTACT  # the entries before it: a contact's row of the log (log_block)
 
 # the compiled call's answers (the first entry of what it returns)
-DONE, NOT_SPHERES, NOT_DEFINITE = 0, 1, 2
+DONE, FOR_COAL, NOT_DEFINITE = 0, 1, 2
 
 # the arrays _quick reads at every step of a robot, in QuickScratch.arrays (an ArrayTable: one
 # argument instead of ten), with their kinds: the placements' rotations and origins and the
@@ -155,7 +156,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
         nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, height + margin, _GROUND_SLACK,
                                   height, margin, ground_params, bounds, row)
         if others:
-            return NOT_SPHERES, 0, 0, 0, 0
+            return FOR_COAL, 0, 0, 0, 0
     # spec steps 1-3 and u* (lean._stage), with the flags lean._lean_stage sets
     for i in range(4):
         stage_I[1 + i] = (flags >> i) & 1
@@ -267,9 +268,9 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
             r += 1
     for r in range(m0):
         bmu[r] = 0.0
-    # the contacts' arrays (ContactSet of _spheres_on_ground), their rows' codes
+    # the contacts' arrays (ContactSet of _answered_on_ground), their rows' codes
     bodies = span(OI, m0max + 3 * emax, m0max + 3 * emax + nc)
-    shapes = span(OI, m0max + 4 * emax, m0max + 4 * emax + nc)
+    slots = span(OI, m0max + 4 * emax, m0max + 4 * emax + nc)
     points = carve(OF, c0 + _C_POINTS * nc, (nc, 3))
     frames = carve(OF, c0 + _C_FRAMES * nc, (nc, 3, 3))
     distance = span(OF, c0 + _C_DISTANCE * nc, c0 + _C_PARAMS * nc)
@@ -279,14 +280,14 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     velocity_contact = carve(OF, c0 + _C_VELOCITY_CONTACT * nc, (nc, 3))
     target_c = span(OF, c0 + _C_TARGET * nc, c0 + _C_FORCE * nc)
     if bounds is not None and nc:
-        ns_ = rs_I[0]
-        e_shape = span(rs_I, BI[4], BI[4] + ns_)
+        ns_ = rs_I[3]  # (the robot's slots: _near_ground's layout)
+        e_slot = span(rs_I, BI[4], BI[4] + ns_)
         e_bodies = span(rs_I, BI[5], BI[5] + ns_)
         e_point = carve(rs_F, BI[6], (ns_, 3))
         e_distance = span(rs_F, BI[7], BI[7] + ns_)
         e_params = carve(rs_F, BI[8], (ns_, 5))
         for e in range(nc):
-            bodies[e], shapes[e] = e_bodies[e], e_shape[e]
+            bodies[e], slots[e] = e_bodies[e], e_slot[e]
             distance[e] = e_distance[e]
             for i in range(3):
                 points[e, i] = e_point[e, i]
@@ -297,7 +298,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
                 params[e, i] = e_params[e, i]
             target_c[e] = 0.0
             for i in range(3):
-                codes[m0 + 3 * e + i] = 3 * nj + 3 * e_shape[e] + i
+                codes[m0 + 3 * e + i] = 3 * nj + 3 * e_slot[e] + i
     # the warm start: the last step's impulse of the row with the same code, else 0
     lam = span(lam_all, 0, m)
     for r in range(m):
@@ -429,7 +430,7 @@ class QuickScratch:
         nv, nq, conv, tr, jr = s.nv, s.nq, s.conv, s.transmission, s.joint_rows
         nj, n_act = jr.idx.size, tr.T.shape[0]
         self.rs = rs
-        self.emax = emax = len(rs.shapes) if rs is not None else 0
+        self.emax = emax = rs.entry_slot.size if rs is not None else 0  # (the slots)
         m0max = 2 * nj
         mmax = m0max + 3 * emax
         integ, integ_at = conv.integration_packed
@@ -440,7 +441,7 @@ class QuickScratch:
         head[2] = head[1] + 7
         head[3] = head[2] + integ.size
         if rs is not None:  # where the entries are in the shapes' packed arrays
-            head[4] = _offset(rs.entry_shape, rs.packed_I)
+            head[4] = _offset(rs.entry_slot, rs.packed_I)
             head[5] = _offset(rs.entry_bodies, rs.packed_I)
             head[6] = _offset(rs.entry_point, rs.packed_F)
             head[7] = _offset(rs.entry_distance, rs.packed_F)
@@ -494,7 +495,7 @@ class QuickScratch:
         # the results: OF is q_next, u_next, q_err, the table, the actuators' block, the
         # impulses, the contacts' arrays, Pinocchio's acceleration of the step (written for
         # inverse dynamics), the mimics' impulses and errors (k, 3) each; OI the rows' codes,
-        # the contacts' bodies, shapes
+        # the contacts' bodies, slots
         self.at_table = nq + 2 * nv
         self.at_act = self.at_table + _TABLE_ROWS * nv
         self.at_lam = self.at_act + 5 * n_act + nv
@@ -659,14 +660,14 @@ _LAZY = ("points", "frames", "distance", "params", "impulse", "impulse_contact",
          "velocity_contact", "target", "bodies_a", "meta", "keys")  # PackedContacts' attributes
 
 
-def _links_of(rs, shapes: np.ndarray) -> tuple:
-    """The link names of the contacts of these shapes (kept per robot and shapes)."""
-    key = shapes.tobytes()
+def _links_of(rs, slots: np.ndarray) -> tuple:
+    """The link names of the contacts in these slots (kept per robot and slots)."""
+    key = slots.tobytes()
     links = rs.links_of_entries.get(key)
     if links is None:
         if len(rs.links_of_entries) >= 256:
             rs.links_of_entries.clear()
-        links = rs.links_of_entries[key] = tuple(rs.ground_meta[k][2] for k in shapes.tolist())
+        links = rs.links_of_entries[key] = tuple(rs.ground_meta[k][2] for k in slots.tolist())
     return links
 
 
@@ -696,17 +697,17 @@ class PackedContacts(ContactSet):
         rs, OF, OI, c, n, emax, m0max = self._packed
         if system is not self.alone:
             return None
-        shapes = OI[m0max + 4 * emax:m0max + 4 * emax + n]
+        slots = OI[m0max + 4 * emax:m0max + 4 * emax + n]
         if dt == self._dt:  # the forces the compiled call wrote
             vectors = OF[c + _C_FORCE * n:c + _PER_CONTACT * n].reshape(n, 3)
         else:
             vectors = OF[c + _C_IMPULSE * n:c + _C_IMPULSE_CONTACT * n].reshape(n, 3) / dt
-        return ContactLoads(_links_of(rs, shapes),
+        return ContactLoads(_links_of(rs, slots),
                             OI[m0max + 3 * emax:m0max + 3 * emax + n],
                             OF[c + _C_POINTS * n:c + _C_FRAMES * n].reshape(n, 3), vectors)
 
     def log_key(self):
-        """ContactSet.log_key from the robot's shapes in contact (the meta is made from them)."""
+        """ContactSet.log_key from the robot's slots in contact (the meta is made from them)."""
         rs, _, OI, _, n, emax, m0max = self._packed
         return rs.token, OI[m0max + 4 * emax:m0max + 4 * emax + n].tobytes()
 
@@ -720,9 +721,9 @@ class PackedContacts(ContactSet):
         if name not in _LAZY:
             raise AttributeError(name)
         rs, OF, OI, c, n, emax, m0max = self._packed
-        shapes = OI[m0max + 4 * emax:m0max + 4 * emax + n].tolist()
-        self.meta = [rs.ground_meta[k] for k in shapes]
-        self.keys = [rs.ground_key[k] for k in shapes]
+        slots = OI[m0max + 4 * emax:m0max + 4 * emax + n].tolist()
+        self.meta = [rs.ground_meta[k] for k in slots]
+        self.keys = [rs.ground_key[k] for k in slots]
         self.bodies_a = OI[m0max + 3 * emax:m0max + 3 * emax + n]
         self.points = OF[c + _C_POINTS * n:c + _C_FRAMES * n].reshape(n, 3)
         self.frames = OF[c + _C_FRAMES * n:c + _C_DISTANCE * n].reshape(n, 3, 3)
