@@ -230,6 +230,10 @@ class RobotShapes:
         # (per slot: a box's up to BOX_SLOTS contacts are its slots, any other shape's one)
         slots = [BOX_SLOTS if k == BOX else 1 for k in self.kind.tolist()]
         self.first_slot = np.cumsum([0] + slots).astype(np.int64)  # shape k's: [k]:[k + 1]
+        # the boxes' shape indices, None without any: the compiled loops' argument `boxes`,
+        # whose None leaves the boxes' code out of what numba compiles (their first run)
+        boxes = np.flatnonzero(self.kind == BOX).astype(np.int64)
+        self.box_shapes = boxes if boxes.size else None
         self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground")
                             for s, count in zip(self.shapes, slots) for _ in range(count)]
         self.ground_key = [(name, s.index, "ground", i)
@@ -316,7 +320,7 @@ class RobotShapes:
             _robot_bounds(self.poses, self.radii, margin, bounds, row)
             return n, others  # (update() bumped the poses' version)
         n, others = _near_ground(views[0], views[1], self._I, self._F, reach, slack, height,
-                                 margin, params, bounds, row)
+                                 margin, params, bounds, row, self.box_shapes)
         self._poses_version += 1
         return int(n), int(others)
 
@@ -332,7 +336,7 @@ class RobotShapes:
         n, others = _ground_entries(self.poses, self.radii, self.extent, self.lowest,
                                     self.kind, self.first_slot, reach, slack, height, margin,
                                     self.entry_shape, self.entry_slot, self.entry_point,
-                                    self.entry_distance)
+                                    self.entry_distance, self.box_shapes)
         return int(n), int(others)
 
     def transform(self, k: int) -> coal.Transform3s:
@@ -520,7 +524,7 @@ def _box_entries(poses, s, extent, h, margin, point, distance, n):
 
 @kernel
 def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h, margin,
-                    shape, slot, point, distance):
+                    shape, slot, point, distance, boxes):
     """The entries of RobotShapes.ground_entries; returns (entries, entries for coal). A sphere
     of radius r centred at (x, y, z) is at the signed distance d = (z - h) - r from the ground
     at height h; its contact point is midway between its lowest point and the ground below its
@@ -528,7 +532,8 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
     of its radius at the lower end of its axis, or at its centre when the axis lies flat (|cos|
     below CAPSULE_FLAT), as coal answers it: one contact. This is coal's contact to within
     coal's rounding of the shape's rotation, which cannot matter (a test compares the two). A
-    box's are _box_entries', in its slots in order."""
+    box's are _box_entries', in its slots in order. `boxes`: RobotShapes.box_shapes (None: the
+    robot has no box, and numba compiles this loop without the boxes' code)."""
     n = 0
     others = 0
     for s in range(radii.shape[0]):
@@ -549,7 +554,8 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
                 continue
             point[n, 0], point[n, 1], point[n, 2] = x, y, ((z - r) + h) / 2
             distance[n] = d
-        elif k == BOX and min(extent[s, 0], extent[s, 1], extent[s, 2]) >= BOX_SMALLEST:
+        elif k == BOX and boxes is not None and \
+                min(extent[s, 0], extent[s, 1], extent[s, 2]) >= BOX_SMALLEST:
             c = _box_entries(poses, s, extent, h, margin, point, distance, n)
             for i in range(c):
                 shape[n + i], slot[n + i] = s, first_slot[s] + i
@@ -564,10 +570,12 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
 
 
 @kernel
-def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # noqa: E741
+def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row,  # noqa: E741
+                 boxes):
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
     entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
-    of `bounds`; returns (entries, entries for coal). The robot's arrays come packed
+    of `bounds`; returns (entries, entries for coal); `boxes`: RobotShapes.box_shapes (see
+    _ground_entries). The robot's arrays come packed
     (RobotShapes._pack): I holds n (the shapes), the length of hull, the number of hull points
     and e (the slots), then bodies, kind, material_index, hull, first_slot (n + 1),
     entry_shape, entry_slot, entry_bodies (e each); F placements (n, 4, 4), extent (n, 3),
@@ -603,7 +611,7 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row):  # n
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)
     n, others = _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h,
-                                margin, shape, slot, point, distance)
+                                margin, shape, slot, point, distance, boxes)
     for e in range(n):
         for i in range(5):
             entry_params[e, i] = params[material_index[shape[e]], i]

@@ -93,14 +93,15 @@ _ints_of, _floats_of, _states_of = table_view(_INTS), table_view(_FLOATS), table
 
 @kernel
 def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, ground_params,
-           bounds, row, M_upper, h_pin, u_pin, q, u, stall, prev_codes, prev_lam, prev_m, pin_at,
-           OF, OI, MI, MF):
+           bounds, row, boxes, M_upper, h_pin, u_pin, q, u, stall, prev_codes, prev_lam, prev_m,
+           pin_at, OF, OI, MI, MF):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with the ground query, computeJointJacobians (J_world, the
     placements pl_R, pl_T); the ground query (at `height`, with the contact world's `margin`)
     writes the robot's shapes (rs_I, rs_F, _near_ground's) and row `row` of `bounds` (None when
     there is no ground to query, or the robot has no shapes: numba then compiles the call
-    without the ground query and the contacts' code, as for MI below). `flags`:
+    without the ground query and the contacts' code, as for MI below); `boxes` the robot's
+    RobotShapes.box_shapes (None: no box, and no code for boxes compiled). `flags`:
     bits 0-4 for PD mode, springs, the motor regions enforced, loads (their J^T F written into
     the stage's tau_ext) and inverse dynamics; bits 5-6 the scheme's rule of _U_BAR; bit 7 the
     ground query; bit 8 when the warm start's impulses lie where this call writes its own
@@ -154,7 +155,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     nc = 0
     if bounds is not None and flags & 128:
         nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, height + margin, _GROUND_SLACK,
-                                  height, margin, ground_params, bounds, row)
+                                  height, margin, ground_params, bounds, row, boxes)
         if others:
             return FOR_COAL, 0, 0, 0, 0
     # spec steps 1-3 and u* (lean._stage), with the flags lean._lean_stage sets
@@ -855,8 +856,9 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     OF, OI = results.OF, results.OI
     answer = _quick(world.dt, h, margin, float(s.solver_tolerance), int(s.solver_max_iterations),
                     flags, qs.arrays.table, qs.R_none if R is None else R, params, bounds, row,
-                    upper, h_pin, u_pin, s.q, s.u, s.transmission.stall, prev_codes, prev_lam,
-                    prev_m, qs.pin_at[qs.pin_slot], OF, OI, qs.MI, qs.MF)
+                    rs.box_shapes if detect else None, upper, h_pin, u_pin, s.q, s.u,
+                    s.transmission.stall, prev_codes, prev_lam, prev_m, qs.pin_at[qs.pin_slot],
+                    OF, OI, qs.MI, qs.MF)
     if detect:
         rs.poses_written()
     if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
