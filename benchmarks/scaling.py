@@ -6,7 +6,9 @@ the command's start-up.
   Pinocchio floor (forwardKinematics + crba + nonLinearEffects) timed in the same run.
 - Contacts: the standing quadruped (4 sphere feet), the quadruped dropped on its back (capsule
   legs and feet on the ground), a box resting on the ground (4 patch points), arm7 fallen onto
-  a ground at its first link's height (its capsule links resting on it), and Solo12 of
+  a ground at its first link's height (its capsule links resting on it), Talos of
+  example-robot-data (talos_full_v2_box.urdf, 50 DoF) standing on its two box soles under PD
+  (8 corners), and Solo12 of
   example-robot-data standing on its mesh feet (16 contacts: four corners of each sole's patch),
   0.5 s after its start (still settling: the solve at its cap of sweeps) and 2 s after (settled),
   each with the solver's sweeps a step.
@@ -103,6 +105,20 @@ def contacts_table() -> None:
     arm.set_pd_gains(np.zeros(arm.nv), np.full(arm.nv, 0.5))
     arm.set_pd_target(q, np.zeros(arm.nv))
     cases.append(("arm7 on the ground (capsules)", w))
+    talos = os.path.join(ERD, "talos_data", "robots", "talos_full_v2_box.urdf")
+    if os.path.isfile(talos):  # a humanoid on its two box soles (8 corners), PD on its joints
+        w = World()
+        w.add_ground()
+        s = w.add_articulated_system(talos)
+        rs = w.contact_world.robots[0]
+        rs.update()
+        q = s.get_generalized_coordinate()
+        q[2] -= rs.lowest.min() - 0.001  # (its soles 1 mm above the ground)
+        s.set_state(q, np.zeros(s.nv))
+        s.set_pd_gains(np.r_[np.zeros(6), np.full(s.nv - 6, 2000.0)],
+                       np.r_[np.zeros(6), np.full(s.nv - 6, 50.0)])
+        s.set_pd_target(q, np.zeros(s.nv))
+        cases.append(("Talos on its box soles", w))
     solo = os.path.join(ERD, "solo_description", "robots", "solo12.urdf")
     if os.path.isfile(solo):  # mesh collisions (convex hulls), about 40 contacts
         w = World()
