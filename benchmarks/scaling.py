@@ -5,11 +5,11 @@ the command's start-up.
   floating in zero gravity with no contact, PD on every joint: time per step, next to the
   Pinocchio floor (forwardKinematics + crba + nonLinearEffects) timed in the same run.
 - Contacts: the standing quadruped (4 sphere feet), the quadruped dropped on its back (capsule
-  legs and feet on the ground), a box resting on the ground (4 patch points), arm7 fallen onto
-  a ground at its first link's height (its capsule links resting on it), Talos of
-  example-robot-data (talos_full_v2_box.urdf, 50 DoF) standing on its two box soles under PD
-  (8 corners), and Solo12 of
-  example-robot-data standing on its mesh feet (16 contacts: four corners of each sole's patch),
+  legs and feet on the ground), a box resting on the ground (4 patch points), a cylinder lying
+  on its side (2 points along it), arm7 fallen onto a ground at its first link's height (its
+  capsule links resting on it), Talos of example-robot-data (talos_full_v2_box.urdf, 50 DoF)
+  standing on its two box soles under PD (8 corners), and Solo12 of example-robot-data
+  standing on its mesh feet (16 contacts: four corners of each sole's patch),
   0.5 s after its start (still settling: the solve at its cap of sweeps) and 2 s after (settled),
   each with the solver's sweeps a step.
 - Robots: 1, 2, 4, 8 standing quadrupeds in one world, 2 m apart (no contact between them).
@@ -26,10 +26,16 @@ import time
 import numpy as np
 
 from common import ROBOTS, per_call_us, pinocchio_floor_us
+from raisimcli.model import load_urdf_string
 from raisimcli.physics import World
 
 ERD = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
                    "site-packages", "cmeel.prefix", "share", "example-robot-data", "robots")
+# a 1 kg cylinder of radius 5 cm and length 20 cm on a floating base
+CAN = """<robot name="can"><link name="body"><inertial><mass value="1.0"/>
+  <inertia ixx="0.004" iyy="0.004" izz="0.00125" ixy="0" ixz="0" iyz="0"/></inertial>
+  <collision><geometry><cylinder radius="0.05" length="0.2"/></geometry></collision></link>
+</robot>"""
 STAND = {"root.z": 0.4485, "LF_HFE": 0.6, "RF_HFE": 0.6, "LH_HFE": -0.6, "RH_HFE": -0.6,
          "LF_KFE": -1.2, "RF_KFE": -1.2, "LH_KFE": 1.2, "RH_KFE": 1.2}
 
@@ -96,6 +102,13 @@ def contacts_table() -> None:
     q[2] = 0.1
     box.set_state(q, np.zeros(box.nv))
     cases.append(("box resting on the ground", w))
+    w = World()  # a cylinder (a wheel, a can) lying on its side: a line of two contacts
+    w.add_ground()
+    can = w.add_articulated_system(load_urdf_string(CAN, path="can.urdf"))
+    q = can.get_generalized_coordinate()
+    q[2], q[3:7] = 0.0505, [np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0]  # (about x: its axis level)
+    can.set_state(q, np.zeros(can.nv))
+    cases.append(("cylinder lying on its side", w))
     w = World()  # a limp arm7 on a ground at its first link's height: capsules, no coal
     w.add_ground(0.049)
     arm = w.add_articulated_system(os.path.join(ROBOTS, "arm7.urdf"))

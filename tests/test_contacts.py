@@ -659,25 +659,65 @@ def test_sphere_or_capsule_on_the_ground_is_coal_s_contact(kind):
         assert 50 < flat < 400  # (and as many just past the switch)
 
 
-def test_a_box_on_the_ground_is_coal_s_contact_patch():
-    # a box against the ground is answered without coal (collision._box_entries): the same
-    # contacts as coal.collide then computeContactPatch (ContactWorld._ground_contacts, the
-    # general detection's) at 3000 random poses, grounds and sizes around the margin: as many,
-    # in the same order, with the same keys, normals, frames and params, positions and
-    # distances within coal's own error (it takes the box larger by 1e-10 of its half sides).
-    # A quarter of the poses are a face within 1e-12..1e-4 rad of flat, a quarter an
-    # axis-aligned face exactly flat (ties in coal's order of the corners), a quarter tilted so
-    # that two edges of the face rise by 0.2..1 mm (3 or 4 corners within coal's 1 mm
-    # tolerance), a quarter random (a corner or an edge)
-    import pinocchio as pin
-    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry
+def _answered_and_coal_s(kind: str, geom, radius: float, P: np.ndarray, h: float) -> tuple:
+    """A shape of `kind` at pose P (its body at the origin) above the ground at height h:
+    (ContactWorld.detect's contacts, coal's contacts of the general detection
+    (ContactWorld._ground_contacts: coal.collide, then computeContactPatch), how many of the
+    loop's entries were left to coal)."""
+    from raisimcli.physics.collision import RobotShapes, Shape
     from raisimcli.physics.contacts import DEFAULT_MARGIN, ContactWorld, _Found
 
     class Still:  # a system whose only body is at the world origin
-        name = "block"
+        name = "shape"
 
         def body_placements(self):
             return np.eye(3)[None].repeat(2, 0), np.zeros((2, 3))
+
+    system = Still()
+    worlds = []
+    for _ in range(2):
+        cw = ContactWorld()
+        cw.set_ground(h)
+        cw.robots.append(RobotShapes(system, [Shape(geom, kind, "body", 1, P, radius)]))
+        worlds.append(cw)
+    ours = worlds[0].detect()
+    coal_s = worlds[0].robots[0].ground_entries(h, DEFAULT_MARGIN, h + DEFAULT_MARGIN, 1e-9)[1]
+    cw, rs = worlds[1], worlds[1].robots[0]
+    rs.update()
+    found = _Found(cw.erp, cw.slop)
+    cw._request.security_margin = cw.margin
+    cw._ground_contacts(rs.system, rs.shapes[0], rs.transform(0), cw._ground_params(rs)[0],
+                        found)
+    return ours, found.contact_set(), coal_s
+
+
+def _assert_coal_s_contacts(ours, theirs, error: float) -> None:
+    """The same contacts in the same order, with the same keys, bodies, frames and params, the
+    positions and distances within `error`."""
+    assert len(ours) == len(theirs)
+    if not len(ours):
+        return
+    assert ours.keys == theirs.keys and ours.meta == theirs.meta
+    assert_close(ours.points, theirs.points, rtol=0, atol=error)
+    assert_close(ours.distance, theirs.distance, rtol=0, atol=error)
+    assert np.array_equal(ours.frames, theirs.frames)
+    assert np.array_equal(ours.params, theirs.params)
+    assert np.array_equal(ours.bodies_a, theirs.bodies_a)
+
+
+def test_a_box_on_the_ground_is_coal_s_contact_patch():
+    # a box against the ground is answered without coal (collision._box_entries): the same
+    # contacts as coal.collide then computeContactPatch (the general detection's) at 3000
+    # random poses, grounds and sizes around the margin: as many, in the same order, with the
+    # same keys, normals, frames and params, positions and distances within coal's own error
+    # (it takes the box larger by 1e-10 of its half sides). A quarter of the poses are a face
+    # within 1e-12..1e-4 rad of flat, a quarter an axis-aligned face exactly flat (ties in
+    # coal's order of the corners), a quarter tilted so that two edges of the face rise by
+    # 0.2..1 mm (3 or 4 corners within coal's 1 mm tolerance), a quarter random (a corner or
+    # an edge)
+    import pinocchio as pin
+    from raisimcli.physics.collision import BOX_SMALLEST, RobotShapes, Shape, make_geometry
+    from raisimcli.physics.contacts import DEFAULT_MARGIN
 
     rng = np.random.default_rng(9)
     sizes = {}
@@ -708,38 +748,23 @@ def test_a_box_on_the_ground_is_coal_s_contact_patch():
         P[:3, :3] = R
         lowest = (np.abs(R[2]) * half).sum()
         P[:3, 3] = [*rng.standard_normal(2), h + lowest + rng.uniform(-0.01, 2 * DEFAULT_MARGIN)]
-        worlds, system = [], Still()
-        for _ in range(2):
-            cw = ContactWorld()
-            cw.set_ground(h)
-            cw.robots.append(RobotShapes(system, [Shape(geom, "box", "body", 1, P, radius)]))
-            worlds.append(cw)
-        ours = worlds[0].detect()
-        cw, rs = worlds[1], worlds[1].robots[0]
-        rs.update()
-        found = _Found(cw.erp, cw.slop)
-        cw._request.security_margin = cw.margin
-        cw._ground_contacts(rs.system, rs.shapes[0], rs.transform(0), cw._ground_params(rs)[0],
-                            found)
-        theirs = found.contact_set()
-        assert len(ours) == len(theirs) <= 4
+        ours, theirs, coal_s = _answered_and_coal_s("box", geom, radius, P, h)
+        assert not coal_s and len(theirs) <= 4
+        _assert_coal_s_contacts(ours, theirs, 2e-10 * half.max() + 1e-15)
         sizes[(mode, len(ours))] = sizes.get((mode, len(ours)), 0) + 1
-        if not len(ours):
-            continue
-        assert ours.keys == theirs.keys and ours.meta == theirs.meta
-        coal_error = 1e-10 * half.max() + 1e-15
-        assert_close(ours.points, theirs.points, rtol=0, atol=2 * coal_error)
-        assert_close(ours.distance, theirs.distance, rtol=0, atol=2 * coal_error)
-        assert np.array_equal(ours.frames, theirs.frames)
-        assert np.array_equal(ours.params, theirs.params)
-        assert np.array_equal(ours.bodies_a, theirs.bodies_a)
     # both sides of the margin, and patches of every size, were seen
     assert sum(v for (m, k), v in sizes.items() if k == 0) > 300
     assert sizes[(1, 1)] > 300 and sizes[(0, 4)] > 300 and sizes[(3, 4)] > 300
     assert sizes[(2, 2)] > 100 and sizes[(2, 3)] > 100 and sizes[(2, 4)] > 100
     # a box thinner than BOX_SMALLEST (a patch of coal's may take corners of two faces) is
     # left to coal: one entry of distance NaN
-    from raisimcli.physics.collision import BOX_SMALLEST
+
+    class Still:
+        name = "plate"
+
+        def body_placements(self):
+            return np.eye(3)[None].repeat(2, 0), np.zeros((2, 3))
+
     for thickness, coal_s in ((2 * BOX_SMALLEST, 0), (1.99 * BOX_SMALLEST, 1)):
         geom, radius = make_geometry("box", (0.2, 0.1, thickness))
         P = np.eye(4)
@@ -749,6 +774,48 @@ def test_a_box_on_the_ground_is_coal_s_contact_patch():
         n, others = rs.ground_entries(0.0, DEFAULT_MARGIN, DEFAULT_MARGIN, 1e-9)
         assert (n, others) == ((4, 0) if not coal_s else (1, 1))
         assert np.isnan(rs.entry_distance[0]) == bool(coal_s)
+
+
+def test_a_cylinder_on_the_ground_is_coal_s_contact_patch():
+    # a cylinder against the ground is answered without coal (collision._cylinder_entries)
+    # unless it stands on a face: the same contacts as coal.collide then computeContactPatch
+    # (the general detection's) at 3000 random poses, grounds and sizes around the margin: as
+    # many, in the same order, with the same keys, frames and params, positions and distances
+    # within coal's own error. A third of the poses lie within 1e-12..1e-2 rad of level (a
+    # wheel: a line of two contacts, or one), a third are random (its rim), a third stand
+    # within 1e-6..1e-1 rad of upright: on a face (one entry for coal, whose patch is its rim
+    # sampled) or on its rim
+    import pinocchio as pin
+    from raisimcli.physics.collision import make_geometry
+    from raisimcli.physics.contacts import DEFAULT_MARGIN
+
+    rng = np.random.default_rng(4)
+    seen = {}
+    for i in range(3000):
+        r, length = rng.uniform(0.02, 0.3), rng.uniform(0.02, 0.6)
+        geom, radius = make_geometry("cylinder", (r, length))
+        mode = i % 3
+        if mode == 0:  # its axis near level
+            R = pin.rpy.rpyToMatrix(np.pi / 2 + rng.standard_normal() * 10 ** rng.uniform(-12, -2),
+                                    0.0, rng.uniform(-np.pi, np.pi))
+        elif mode == 1:
+            R = _random_rotation(rng)
+        else:  # near upright
+            R = pin.rpy.rpyToMatrix(*(rng.standard_normal(2) * 10 ** rng.uniform(-6, -1)),
+                                    rng.uniform(-np.pi, np.pi))
+        h = rng.choice([0.0, 0.1, -0.37])
+        P = np.eye(4)
+        P[:3, :3] = R
+        lowest = r * np.hypot(R[2, 0], R[2, 1]) + length / 2 * abs(R[2, 2])
+        P[:3, 3] = [*rng.standard_normal(2), h + lowest + rng.uniform(-0.01, 2 * DEFAULT_MARGIN)]
+        ours, theirs, coal_s = _answered_and_coal_s("cylinder", geom, radius, P, h)
+        _assert_coal_s_contacts(ours, theirs, 2e-10 * max(r, length) + 1e-15)
+        key = (mode, len(ours), bool(coal_s))
+        seen[key] = seen.get(key, 0) + 1
+    # answered: a line of two on its side, one on its rim; coal's: four kept on a face
+    assert seen[(0, 2, False)] > 500 and seen[(1, 1, False)] > 500 and \
+        seen[(2, 1, False)] > 100 and seen[(2, 4, True)] > 400
+    assert sum(v for (m, k, c), v in seen.items() if k == 0) > 500  # (beyond the margin)
 
 
 def test_spheres_a_box_and_a_cylinder_on_the_ground_come_in_shape_order_with_their_materials():

@@ -32,7 +32,7 @@ HAND = f"""<robot name="hand">
   <link name="finger2"><inertial><mass value="0.1"/>{_INERTIA.format(0.001)}</inertial></link>
 </robot>"""
 
-# a floating cylinder (a can): its contacts with the ground are coal's
+# a floating cylinder (a can)
 CAN = f"""<robot name="can">
   <link name="body"><inertial><mass value="1.0"/>{_INERTIA.format(0.005)}</inertial>
     <collision><geometry><cylinder radius="0.05" length="0.2"/></geometry></collision></link>
@@ -107,11 +107,18 @@ def _setup(case, w):
         q = r.get_generalized_coordinate()
         q[2], q[3:7] = 0.2, [0.9, 0.3, 0.2, 0.1]  # (normalised by the setter)
         r.set_state(q, np.zeros(r.nv))
-    elif case == "can_tilted":  # a cylinder's rim and face: coal's contacts and patches
+    elif case == "can_tilted":  # a cylinder landing on its rim, then its side: its contacts
+        # as coal answers them (collision._cylinder_entries)
         w.add_ground()
         r = w.add_articulated_system(load_urdf_string(CAN, path=robot("can.urdf")))
         q = r.get_generalized_coordinate()
         q[2], q[3:7] = 0.15, [0.9, 0.3, 0.2, 0.1]
+        r.set_state(q, np.zeros(r.nv))
+    elif case == "can_upright":  # a cylinder standing on its face: coal's patch
+        w.add_ground()
+        r = w.add_articulated_system(load_urdf_string(CAN, path=robot("can.urdf")))
+        q = r.get_generalized_coordinate()
+        q[2], q[3:7] = 0.101, [0.0, 0.0, 0.0, 1.0]  # (1 mm above the ground)
         r.set_state(q, np.zeros(r.nv))
     elif case == "three_apart":  # one robot each, detected apart; the third in the air
         r = _quadruped(w, name="first")
@@ -265,7 +272,7 @@ def _same_system(ra, rb):
 @pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid",
                                   "drop_euler", "actuators_and_limits", "arm",
                                   "arm_torque_mode", "spring", "box_tilted", "can_tilted",
-                                  "three_apart", "one_onto_another", "fourbar",
+                                  "can_upright", "three_apart", "one_onto_another", "fourbar",
                                   "gripper_on_quadruped",
                                   "gripper_rk4", "fourbar_friction", "hand_on_ground",
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
@@ -329,8 +336,10 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
         assert len(wa.contacts) == 4  # standing after the impacts
     if case == "box_tilted":  # landed on an edge or a face: patches of several corners
         assert most_contacts >= 2
-    if case == "can_tilted":  # landed on its rim: coal's contacts
-        assert most_contacts >= 1
+    if case == "can_tilted":  # landed on its rim, then on its side: a line of two contacts
+        assert most_contacts >= 2
+    if case == "can_upright":  # standing on its face: coal's patch (its kept four points)
+        assert most_contacts == 4
     if case == "one_onto_another":  # the robots touched: the general path solved them together
         assert robots_touched and not any(apart)  # (always near: the general detection)
     staged = [constrained for from_stage, constrained in general if from_stage]

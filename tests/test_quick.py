@@ -19,7 +19,7 @@ CASES = [("drop", 400), ("drop_with_inverse_dynamics", 400), ("drop_trapezoid", 
          ("drop_euler", 400), ("drop_pushed", 400), ("actuators_and_limits", 250),
          ("arm", 400), ("arm_torque_mode", 400), ("arm_pushed", 400),
          ("three_apart", 400), ("one_onto_another", 0), ("spring", 400), ("box_tilted", 400),
-         ("can_tilted", 1),
+         ("can_tilted", 400), ("can_upright", 0),
          ("drop_rk4", 200), ("arm_rk4", 0), ("spring_rk4", 0), ("fourbar", 0),
          ("spherical", 0), ("gripper_on_quadruped", 400), ("gripper", 400),
          ("hand_in_air", 400), ("gripper_rk4", 400), ("hand_on_ground", 400),
@@ -62,8 +62,8 @@ def test_the_quick_step_is_the_lean_path(case, taken, monkeypatch):
     assert sum(done) >= taken
     if not taken:
         assert not any(done)
-    if case == "can_tilted":  # in the air only: a cylinder near the ground is coal's
-        assert not all(done)
+    if case == "can_tilted":  # a cylinder on its rim, then its side: the compiled call's
+        assert most >= 2
     if case == "box_tilted":  # a box's corners on the ground: the compiled call's
         assert most >= 2
     if case.startswith("drop"):
@@ -175,11 +175,8 @@ def test_a_step_it_declines_changes_nothing(monkeypatch):
     """When the compiled call hands the step to lean.step (a cylinder's face near the ground,
     coal's), the state is untouched and the next steps go to lean.step for a while."""
     w = World(0.001)
-    _setup("can_tilted", w)
+    _setup("can_upright", w)
     s = w.systems[0]
-    q = s.get_generalized_coordinate()
-    q[2], q[3:7] = 0.101, [0.0, 0.0, 0.0, 1.0]  # (upright, 1 mm above the ground)
-    s.set_state(q, np.zeros(s.nv))
     q, u = s.q.copy(), s.u.copy()
     assert quick.step(w, s, w._warm_start) is None
     assert np.array_equal(s.q, q) and np.array_equal(s.u, u)

@@ -190,9 +190,9 @@ class RobotShapes:
     `hull` and `hull_points`, the convex meshes' vertices and edges (_hull_walk), and `poses`
     (n, 4, 4) and `lowest` (n,), the world poses and each shape's lowest height, filled by
     :meth:`update`. Each shape has slots for its contacts with the ground: a box BOX_SLOTS (the
-    corners of a face), any other shape one; shape k's are first_slot[k]:first_slot[k + 1],
-    and ground_meta and ground_key are per slot (the key of a box's i-th contact ends in i,
-    as those of coal's contact patches do)."""
+    corners of a face), a cylinder CYLINDER_SLOTS (a line along its side), any other shape one;
+    shape k's are first_slot[k]:first_slot[k + 1], and ground_meta and ground_key are per slot
+    (the key of a shape's i-th contact ends in i, as those of coal's contact patches do)."""
 
     system: object
     shapes: list
@@ -228,12 +228,14 @@ class RobotShapes:
         # key), and ground_entries' results
         name = self.system.name
         # (per slot: a box's up to BOX_SLOTS contacts are its slots, any other shape's one)
-        slots = [BOX_SLOTS if k == BOX else 1 for k in self.kind.tolist()]
+        slots = [BOX_SLOTS if k == BOX else CYLINDER_SLOTS if k == CYLINDER else 1
+                 for k in self.kind.tolist()]
         self.first_slot = np.cumsum([0] + slots).astype(np.int64)  # shape k's: [k]:[k + 1]
-        # the boxes' shape indices, None without any: the compiled loops' argument `boxes`,
-        # whose None leaves the boxes' code out of what numba compiles (their first run)
-        boxes = np.flatnonzero(self.kind == BOX).astype(np.int64)
-        self.box_shapes = boxes if boxes.size else None
+        # the boxes' and cylinders' shape indices, None without any: the compiled loops'
+        # argument `patches`, whose None leaves their code out of what numba compiles (the
+        # first run of a robot without them)
+        patches = np.flatnonzero((self.kind == BOX) | (self.kind == CYLINDER)).astype(np.int64)
+        self.patch_shapes = patches if patches.size else None
         self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground")
                             for s, count in zip(self.shapes, slots) for _ in range(count)]
         self.ground_key = [(name, s.index, "ground", i)
@@ -320,7 +322,7 @@ class RobotShapes:
             _robot_bounds(self.poses, self.radii, margin, bounds, row)
             return n, others  # (update() bumped the poses' version)
         n, others = _near_ground(views[0], views[1], self._I, self._F, reach, slack, height,
-                                 margin, params, bounds, row, self.box_shapes)
+                                 margin, params, bounds, row, self.patch_shapes)
         self._poses_version += 1
         return int(n), int(others)
 
@@ -329,14 +331,15 @@ class RobotShapes:
         """The shapes near the ground (whose bounding sphere reaches down to `reach` and whose
         lowest point, of the last update, is within `reach` + `slack`), in order, as entries
         entry_shape[:n] (the shape), entry_slot[:n] (its slot), entry_point[:n],
-        entry_distance[:n]: a sphere, capsule or box within `margin` of the ground at `height`
-        gives its contacts (see _ground_entries; a box up to four, one after the other), one
-        farther away none; any other shape is one entry of distance NaN (at its first slot)
-        for coal to answer. Returns (n, how many entries are coal's)."""
+        entry_distance[:n]: a sphere, capsule, box or cylinder within `margin` of the ground at
+        `height` gives its contacts (see _ground_entries; a box up to four, a cylinder up to
+        two, one after the other), one farther away none; any other shape (a mesh, a cylinder
+        standing on a face) is one entry of distance NaN (at its first slot) for coal to
+        answer. Returns (n, how many entries are coal's)."""
         n, others = _ground_entries(self.poses, self.radii, self.extent, self.lowest,
                                     self.kind, self.first_slot, reach, slack, height, margin,
                                     self.entry_shape, self.entry_slot, self.entry_point,
-                                    self.entry_distance, self.box_shapes)
+                                    self.entry_distance, self.patch_shapes)
         return int(n), int(others)
 
     def transform(self, k: int) -> coal.Transform3s:
@@ -493,7 +496,7 @@ def _box_entries(poses, s, extent, h, margin, point, distance, n):
         return 0
     c = 0
     for k in range(8):  # (at most four: a face's, by BOX_SMALLEST)
-        if _corner(poses, s, extent, k, 2) - zmin <= BOX_PATCH_TOLERANCE:
+        if _corner(poses, s, extent, k, 2) - zmin < BOX_PATCH_TOLERANCE:  # (coal's test)
             point[n + c, 0] = _corner(poses, s, extent, k, 0)
             point[n + c, 1] = _corner(poses, s, extent, k, 1)
             c += 1
@@ -522,9 +525,71 @@ def _box_entries(poses, s, extent, h, margin, point, distance, n):
     return c
 
 
+# A cylinder against the ground: coal's contact patch (as for a box, above) has one point
+# where the cylinder stands on its rim, two along a line of its side when it lies within the
+# patch tolerance of flat (a wheel), and a polygon of sampled rim points when it stands on a
+# face: that one is left to coal (_cylinder_entries).
+CYLINDER_SLOTS = 2
+
+
+@kernel
+def _cylinder_entries(poses, s, extent, h, margin, point, distance, n):
+    """The contacts of cylinder s (radius extent[s, 0], half length extent[s, 1], its axis the
+    pose's z) with the ground at height h, as coal 3.0 answers them (coal.collide, then
+    computeContactPatch with the default request), into rows n, n + 1 of `point` and
+    `distance`; returns how many (0 when its lowest point is farther than `margin`), or -1 when
+    it stands on a face (coal's patch: its rim sampled, left to coal). With d the direction -z
+    in the cylinder's frame, its lowest point is on the rim of the end cap towards d, at the
+    radius along d's (x, y); coal's support set then holds the points (r d_x, r d_y, -+h_l) of
+    the two caps whose height (along d) is within the patch tolerance of the lowest (coal's
+    points: at r times d's (x, y), which are a little inside the rim when the axis is not
+    level), or the two points (+-r d_x, +-r d_y) of the lower cap when both are (a face). Two
+    such points are the contacts (the lower cap's first), each at its x, y and at the height
+    midway between the lowest point and the ground; with one, the contact is the lowest point
+    itself, at that height. Each has the lowest point's signed distance. Within coal's
+    rounding and its cylinder taken larger by 1e-10 of its size (tests/test_contacts.py
+    compares the two)."""
+    r, hl = extent[s, 0], extent[s, 1]
+    d0, d1, d2 = -poses[s, 2, 0], -poses[s, 2, 1], -poses[s, 2, 2]  # (R^T (0, 0, -1))
+    nxy = math.sqrt(d0 * d0 + d1 * d1)
+    if nxy == 0.0:  # (its axis exactly vertical: on a face)
+        return -1
+    zs = hl if d2 > 0.0 else -hl
+    sx, sy = r * (d0 / nxy), r * (d1 / nxy)  # the lowest point, in the cylinder's frame
+    top = (sx * d0 + sy * d1) + zs * d2  # (its height along d)
+    zc = -hl if d2 <= 0.0 else hl
+    across = r * d0 * d0 + r * d1 * d1
+    if top - (across + zc * d2) <= BOX_PATCH_TOLERANCE and \
+            top - (-across + zc * d2) <= BOX_PATCH_TOLERANCE:
+        return -1  # (on a face)
+    low = poses[s, 2, 3] + ((poses[s, 2, 0] * sx + poses[s, 2, 1] * sy) + poses[s, 2, 2] * zs)
+    d = low - h
+    if not d <= margin:
+        return 0
+    middle = (low + h) / 2
+    c = 0
+    for end in range(2):  # the lower cap's point first (-h_l), then the upper's
+        z = -hl if end == 0 else hl
+        if top - (across + z * d2) <= BOX_PATCH_TOLERANCE:
+            for i in range(2):
+                point[n + c, i] = poses[s, i, 3] + ((poses[s, i, 0] * (r * d0) +
+                                                     poses[s, i, 1] * (r * d1)) +
+                                                    poses[s, i, 2] * z)
+            c += 1
+    if c < 2:  # (coal's contact point: the lowest point)
+        c = 1
+        for i in range(2):
+            point[n, i] = poses[s, i, 3] + ((poses[s, i, 0] * sx + poses[s, i, 1] * sy) +
+                                            poses[s, i, 2] * zs)
+    for e in range(n, n + c):
+        point[e, 2] = middle
+        distance[e] = d
+    return c
+
+
 @kernel
 def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h, margin,
-                    shape, slot, point, distance, boxes):
+                    shape, slot, point, distance, patches):
     """The entries of RobotShapes.ground_entries; returns (entries, entries for coal). A sphere
     of radius r centred at (x, y, z) is at the signed distance d = (z - h) - r from the ground
     at height h; its contact point is midway between its lowest point and the ground below its
@@ -532,8 +597,9 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
     of its radius at the lower end of its axis, or at its centre when the axis lies flat (|cos|
     below CAPSULE_FLAT), as coal answers it: one contact. This is coal's contact to within
     coal's rounding of the shape's rotation, which cannot matter (a test compares the two). A
-    box's are _box_entries', in its slots in order. `boxes`: RobotShapes.box_shapes (None: the
-    robot has no box, and numba compiles this loop without the boxes' code)."""
+    box's are _box_entries', a cylinder's _cylinder_entries', in its slots in order (a cylinder
+    standing on a face is coal's). `patches`: RobotShapes.patch_shapes (None: the robot has no
+    box nor cylinder, and numba compiles this loop without their code)."""
     n = 0
     others = 0
     for s in range(radii.shape[0]):
@@ -554,14 +620,18 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
                 continue
             point[n, 0], point[n, 1], point[n, 2] = x, y, ((z - r) + h) / 2
             distance[n] = d
-        elif k == BOX and boxes is not None and \
-                min(extent[s, 0], extent[s, 1], extent[s, 2]) >= BOX_SMALLEST:
-            c = _box_entries(poses, s, extent, h, margin, point, distance, n)
-            for i in range(c):
-                shape[n + i], slot[n + i] = s, first_slot[s] + i
-            n += c
-            continue
         else:
+            c = -1  # (coal's)
+            if patches is not None:
+                if k == BOX and min(extent[s, 0], extent[s, 1], extent[s, 2]) >= BOX_SMALLEST:
+                    c = _box_entries(poses, s, extent, h, margin, point, distance, n)
+                elif k == CYLINDER:
+                    c = _cylinder_entries(poses, s, extent, h, margin, point, distance, n)
+            if c >= 0:
+                for i in range(c):
+                    shape[n + i], slot[n + i] = s, first_slot[s] + i
+                n += c
+                continue
             distance[n] = np.nan
             others += 1
         shape[n], slot[n] = s, first_slot[s]
@@ -571,10 +641,10 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
 
 @kernel
 def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row,  # noqa: E741
-                 boxes):
+                 patches):
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
     entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
-    of `bounds`; returns (entries, entries for coal); `boxes`: RobotShapes.box_shapes (see
+    of `bounds`; returns (entries, entries for coal); `patches`: RobotShapes.patch_shapes (see
     _ground_entries). The robot's arrays come packed
     (RobotShapes._pack): I holds n (the shapes), the length of hull, the number of hull points
     and e (the slots), then bodies, kind, material_index, hull, first_slot (n + 1),
@@ -611,7 +681,7 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row,  # no
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)
     n, others = _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h,
-                                margin, shape, slot, point, distance, boxes)
+                                margin, shape, slot, point, distance, patches)
     for e in range(n):
         for i in range(5):
             entry_params[e, i] = params[material_index[shape[e]], i]

@@ -93,20 +93,20 @@ _ints_of, _floats_of, _states_of = table_view(_INTS), table_view(_FLOATS), table
 
 @kernel
 def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, ground_params,
-           bounds, row, boxes, M_upper, h_pin, u_pin, q, u, stall, prev_codes, prev_lam, prev_m,
+           bounds, row, patches, M_upper, h_pin, u_pin, q, u, stall, prev_codes, prev_lam, prev_m,
            pin_at, OF, OI, MI, MF):
     """Steps 1-12 of a robot alone (the module's docstring), after Pinocchio's crba (M_upper),
     nonLinearEffects (h_pin) and, with the ground query, computeJointJacobians (J_world, the
     placements pl_R, pl_T); the ground query (at `height`, with the contact world's `margin`)
     writes the robot's shapes (rs_I, rs_F, _near_ground's) and row `row` of `bounds` (None when
     there is no ground to query, or the robot has no shapes: numba then compiles the call
-    without the ground query and the contacts' code, as for MI below); `boxes` the robot's
-    RobotShapes.box_shapes (None: no box, and no code for boxes compiled). `flags`:
-    bits 0-4 for PD mode, springs, the motor regions enforced, loads (their J^T F written into
-    the stage's tau_ext) and inverse dynamics; bits 5-6 the scheme's rule of _U_BAR; bit 7 the
-    ground query; bit 8 when the warm start's impulses lie where this call writes its own
-    (prev_lam is a quick step's OF), else from 0. `arrays`: QuickScratch.arrays' table of
-    pl_R, pl_T, J_world, the supports, QI, QF, the system's commands
+    without the ground query and the contacts' code, as for MI below); `patches` the robot's
+    RobotShapes.patch_shapes (None: no box nor cylinder, and no code for them compiled).
+    `flags`: bits 0-4 for PD mode, springs, the motor regions enforced, loads (their J^T F
+    written into the stage's tau_ext) and inverse dynamics; bits 5-6 the scheme's rule of
+    _U_BAR; bit 7 the ground query; bit 8 when the warm start's impulses lie where this call
+    writes its own (prev_lam is a quick step's OF), else from 0. `arrays`: QuickScratch.arrays'
+    table of pl_R, pl_T, J_world, the supports, QI, QF, the system's commands
     (raisimcli.physics.commands; its views' starts in _stage's I), its joints' states, and the
     robot's shapes rs_I, rs_F. MI, MF: the robot's mimic constraints (QuickScratch; MF's last
     entry their error-correction rate beta), None without them: numba then leaves out the
@@ -155,7 +155,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     nc = 0
     if bounds is not None and flags & 128:
         nc, others = _near_ground(pl_R, pl_T, rs_I, rs_F, height + margin, _GROUND_SLACK,
-                                  height, margin, ground_params, bounds, row, boxes)
+                                  height, margin, ground_params, bounds, row, patches)
         if others:
             return FOR_COAL, 0, 0, 0, 0
     # spec steps 1-3 and u* (lean._stage), with the flags lean._lean_stage sets
@@ -856,7 +856,7 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     OF, OI = results.OF, results.OI
     answer = _quick(world.dt, h, margin, float(s.solver_tolerance), int(s.solver_max_iterations),
                     flags, qs.arrays.table, qs.R_none if R is None else R, params, bounds, row,
-                    rs.box_shapes if detect else None, upper, h_pin, u_pin, s.q, s.u,
+                    rs.patch_shapes if detect else None, upper, h_pin, u_pin, s.q, s.u,
                     s.transmission.stall, prev_codes, prev_lam, prev_m, qs.pin_at[qs.pin_slot],
                     OF, OI, qs.MI, qs.MF)
     if detect:
