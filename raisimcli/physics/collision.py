@@ -427,8 +427,8 @@ CAPSULE_FLAT = 1e-12
 # corners such a patch has when the box's smallest half side is at least BOX_SMALLEST (4: a
 # face; a smaller box goes to coal, whose patch of it may take corners of two faces).
 BOX_SLOTS = 4
-BOX_PATCH_TOLERANCE = coal.ContactPatchRequest().getPatchTolerance()  # m (coal's: 1e-3)
-BOX_SMALLEST = 2 * BOX_PATCH_TOLERANCE
+PATCH_TOLERANCE = coal.ContactPatchRequest().getPatchTolerance()  # m (coal's: 1e-3)
+BOX_SMALLEST = 2 * PATCH_TOLERANCE
 # the corners' signs of the half sides, in the order of coal 3.0's support set of a box
 # (getShapeSupportSet(const Box*, ...) in src/narrowphase/support_functions.cpp)
 _CORNERS = np.array([[1, 1, 1], [-1, 1, 1], [-1, -1, 1], [1, -1, 1], [1, 1, -1], [-1, 1, -1],
@@ -477,7 +477,7 @@ def _box_entries(poses, s, extent, h, margin, point, distance, n):
     """The contacts of box s with the ground at height h, as coal 3.0 answers them (coal.collide,
     then computeContactPatch with the default request), into rows n, n + 1, ... of `point`
     and `distance`; returns how many (0 when the lowest corner is farther than `margin`). The
-    patch: the corners whose height is within BOX_PATCH_TOLERANCE of the lowest corner's (the
+    patch: the corners whose height is within PATCH_TOLERANCE of the lowest corner's (the
     box's smallest half side at least BOX_SMALLEST: 1 to 4 corners of one face), each at its
     x, y and at the height midway between the lowest corner and the ground, all at the
     lowest corner's signed distance. Their order is coal's: 1 or 2 corners in the order of
@@ -496,7 +496,7 @@ def _box_entries(poses, s, extent, h, margin, point, distance, n):
         return 0
     c = 0
     for k in range(8):  # (at most four: a face's, by BOX_SMALLEST)
-        if _corner(poses, s, extent, k, 2) - zmin < BOX_PATCH_TOLERANCE:  # (coal's test)
+        if _corner(poses, s, extent, k, 2) - zmin < PATCH_TOLERANCE:  # (coal's test)
             point[n + c, 0] = _corner(poses, s, extent, k, 0)
             point[n + c, 1] = _corner(poses, s, extent, k, 1)
             c += 1
@@ -559,8 +559,8 @@ def _cylinder_entries(poses, s, extent, h, margin, point, distance, n):
     top = (sx * d0 + sy * d1) + zs * d2  # (its height along d)
     zc = -hl if d2 <= 0.0 else hl
     across = r * d0 * d0 + r * d1 * d1
-    if top - (across + zc * d2) <= BOX_PATCH_TOLERANCE and \
-            top - (-across + zc * d2) <= BOX_PATCH_TOLERANCE:
+    if top - (across + zc * d2) <= PATCH_TOLERANCE and \
+            top - (-across + zc * d2) <= PATCH_TOLERANCE:
         return -1  # (on a face)
     low = poses[s, 2, 3] + ((poses[s, 2, 0] * sx + poses[s, 2, 1] * sy) + poses[s, 2, 2] * zs)
     d = low - h
@@ -570,7 +570,7 @@ def _cylinder_entries(poses, s, extent, h, margin, point, distance, n):
     c = 0
     for end in range(2):  # the lower cap's point first (-h_l), then the upper's
         z = -hl if end == 0 else hl
-        if top - (across + z * d2) <= BOX_PATCH_TOLERANCE:
+        if top - (across + z * d2) <= PATCH_TOLERANCE:
             for i in range(2):
                 point[n + c, i] = poses[s, i, 3] + ((poses[s, i, 0] * (r * d0) +
                                                      poses[s, i, 1] * (r * d1)) +
