@@ -818,6 +818,102 @@ def test_a_cylinder_on_the_ground_is_coal_s_contact_patch():
     assert sum(v for (m, k, c), v in seen.items() if k == 0) > 500  # (beyond the margin)
 
 
+def _reduce_patch_choices(P: np.ndarray, kept: set, tie: float) -> bool:
+    """Whether the rows `kept` of a contact patch P (k, 3) on the ground are a choice that
+    reduce_patch's rule makes when values within `tie` count as equal: row 0, a row farthest
+    from it, and of the rows on each side of the line between them one farthest from it."""
+    d = np.linalg.norm(P - P[0], axis=1)
+    for far in np.flatnonzero(d >= d.max() - tie):
+        side = np.cross(P[far] - P[0], P - P[0])[:, 2]  # (along the normal +z)
+        hi = set(np.flatnonzero(side >= side.max() - tie).tolist())
+        lo = set(np.flatnonzero(side <= side.min() + tie).tolist())
+        rest = kept - {0, int(far)}
+        if int(far) in kept and any(h in rest or h in (0, far) for h in hi) and \
+                any(low in rest or low in (0, far) for low in lo) and \
+                all(r in hi or r in lo for r in rest):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("mesh", ["solo_foot", "prism"])
+def test_a_convex_mesh_on_the_ground_is_coal_s_contact_patch(mesh, tmp_path):
+    # a convex mesh against the ground is answered without coal (collision._mesh_entries): the
+    # same contacts as coal.collide, computeContactPatch and reduce_patch (the general
+    # detection's) at 2000 random poses and grounds around the margin, half of them within
+    # 1e-10..1e-2 rad of a pose with a face down, half random: Solo12's foot of
+    # example-robot-data (672 vertices: coal walks the hull's edges) and a hexagonal prism (12
+    # vertices: coal scans them in order). reduce_patch keeps four corners of a larger patch:
+    # where its choice is a tie (a regular hexagon's two corners equally far from a diagonal;
+    # or a turn of coal's hull within 1e-12) rounding decides, coal's or ours: there, every
+    # corner we keep is one of coal's patch's, at the same distance, and the corners chosen
+    # instead of coal's are as far as its (within 1e-12 m) by the rule that chose them
+    import os
+
+    import coal
+    import pinocchio as pin
+    import trimesh
+    from raisimcli.physics.collision import make_geometry, transform
+    from raisimcli.physics.contacts import DEFAULT_MARGIN, ContactWorld
+
+    from test_real_urdfs import ERD
+    if mesh == "solo_foot":
+        path = os.path.join(ERD, "solo_description", "meshes", "stl", "with_foot",
+                            "solo_foot.stl")
+        if not os.path.isfile(path):
+            pytest.skip("example-robot-data's Solo12 foot mesh is not installed")
+    else:
+        path = str(tmp_path / "prism.obj")
+        trimesh.creation.cylinder(radius=0.05, height=0.03, sections=6).export(path)
+    geom, radius = make_geometry("mesh", None, path)
+    V = np.asarray(geom.points()).reshape(-1, 3)
+    assert (V.shape[0] > 32) == (mesh == "solo_foot")
+    cw = ContactWorld()  # (its coal requests)
+    request = coal.CollisionRequest()
+    request.security_margin, request.num_max_contacts = DEFAULT_MARGIN, 8
+    rng = np.random.default_rng(1)
+    seen, ties = {}, 0
+    for i in range(2000):
+        if i % 2 == 0:  # near a pose with a face down
+            R = pin.rpy.rpyToMatrix(*(rng.standard_normal(2) * 10 ** rng.uniform(-10, -2)),
+                                    rng.uniform(-np.pi, np.pi))
+        else:
+            R = _random_rotation(rng)
+        h = rng.choice([0.0, 0.1])
+        P = np.eye(4)
+        P[:3, :3] = R
+        lowest = (V @ R.T)[:, 2].min()
+        P[:3, 3] = [*rng.standard_normal(2), h - lowest + rng.uniform(-0.003, 2 * DEFAULT_MARGIN)]
+        ours, theirs, coal_s = _answered_and_coal_s("mesh", geom, radius, P, h)
+        assert not coal_s and len(ours) == len(theirs) <= 4
+        key = (i % 2, len(ours))
+        seen[key] = seen.get(key, 0) + 1
+        if not len(ours) or np.abs(ours.points - theirs.points).max() <= 1e-12:
+            _assert_coal_s_contacts(ours, theirs, 1e-12)
+            continue
+        ties += 1  # coal's whole patch, before reduce_patch
+        ground = coal.Halfspace(np.array([0.0, 0.0, 1.0]), h)
+        result = coal.CollisionResult()
+        coal.collide(geom, transform(P), ground, coal.Transform3s(), request, result)
+        patch_result = coal.ContactPatchResult(cw._patch_request)
+        coal.computeContactPatch(geom, transform(P), ground, coal.Transform3s(), result,
+                                 cw._patch_request, patch_result)
+        patch = patch_result.getContactPatch(0)
+        whole = np.array([patch.getPoint(k) for k in range(patch.size())])
+        assert len(whole) > 4 and ours.keys == theirs.keys
+        assert_close(ours.distance, theirs.distance, rtol=0, atol=1e-12)
+        kept = set()  # which of coal's corners we keep: each of ours one of them
+        for p in ours.points:
+            gap = np.abs(whole - p).max(axis=1)
+            assert gap.min() <= 1e-12
+            kept.add(int(gap.argmin()))
+        assert 0 in kept and _reduce_patch_choices(whole, kept, 1e-12)
+    # (1 of the foot's poses: a turn of coal's hull within 1e-12; 211 of the prism's: its
+    # regular hexagon's ties)
+    assert ties <= (5 if mesh == "solo_foot" else 300)
+    assert seen[(0, 4)] > 400 and seen[(1, 0)] > 200 and seen[(0, 0)] > 200
+    assert sum(v for (m, k), v in seen.items() if m == 1 and 0 < k < 4) > 10  # (an edge, a tip)
+
+
 def test_spheres_a_box_and_a_cylinder_on_the_ground_come_in_shape_order_with_their_materials():
     # a robot's spheres and box are answered in one compiled loop and its cylinder by coal:
     # the contacts still come in the order of the shapes, each with its own body, material

@@ -228,14 +228,21 @@ class RobotShapes:
         # key), and ground_entries' results
         name = self.system.name
         # (per slot: a box's up to BOX_SLOTS contacts are its slots, any other shape's one)
-        slots = [BOX_SLOTS if k == BOX else CYLINDER_SLOTS if k == CYLINDER else 1
-                 for k in self.kind.tolist()]
+        vertices = np.diff(self.hull[self.hull[0]:self.hull[0] + n + 1])  # (a mesh's; else 0)
+        mesh = (self.kind == OTHER) & (vertices > 0)
+        slots = [BOX_SLOTS if k == BOX else CYLINDER_SLOTS if k == CYLINDER else
+                 MESH_SLOTS if is_mesh else 1 for k, is_mesh in zip(self.kind.tolist(), mesh)]
         self.first_slot = np.cumsum([0] + slots).astype(np.int64)  # shape k's: [k]:[k + 1]
-        # the boxes' and cylinders' shape indices, None without any: the compiled loops'
-        # argument `patches`, whose None leaves their code out of what numba compiles (the
-        # first run of a robot without them)
-        patches = np.flatnonzero((self.kind == BOX) | (self.kind == CYLINDER)).astype(np.int64)
+        # the boxes', cylinders' and meshes' shape indices, None without any: the compiled
+        # loops' argument `patches`, whose None leaves their code out of what numba compiles
+        # (the first run of a robot without them)
+        patches = np.flatnonzero((self.kind == BOX) | (self.kind == CYLINDER) | mesh) \
+            .astype(np.int64)
         self.patch_shapes = patches if patches.size else None
+        # _mesh_entries' scratch (V: the most vertices of a mesh)
+        v = int(vertices.max()) if n else 0
+        self.patch_ints = np.zeros(4 * v + 7, dtype=np.int64)
+        self.patch_floats = np.zeros((2 * v, 3))
         self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground")
                             for s, count in zip(self.shapes, slots) for _ in range(count)]
         self.ground_key = [(name, s.index, "ground", i)
@@ -262,11 +269,11 @@ class RobotShapes:
         Write into these attributes; never bind them to other arrays (the compiled call would
         not see those)."""
         ints = ("bodies", "kind", "material_index", "hull", "first_slot", "entry_shape",
-                "entry_slot", "entry_bodies")
+                "entry_slot", "entry_bodies", "patch_ints")
         floats = ("placements", "extent", "hull_points", "radii", "poses", "lowest",
-                  "entry_point", "entry_distance", "entry_params")
+                  "entry_point", "entry_distance", "entry_params", "patch_floats")
         head = [self.bodies.size, self.hull.size, self.hull_points.shape[0],
-                self.entry_shape.size]
+                self.entry_shape.size, self.patch_ints.size]
         self._I = np.concatenate([np.array(head, dtype=np.int64)] +
                                  [getattr(self, a).reshape(-1) for a in ints]).astype(np.int64)
         self._F = np.concatenate([getattr(self, a).reshape(-1) for a in floats]) \
@@ -339,7 +346,8 @@ class RobotShapes:
         n, others = _ground_entries(self.poses, self.radii, self.extent, self.lowest,
                                     self.kind, self.first_slot, reach, slack, height, margin,
                                     self.entry_shape, self.entry_slot, self.entry_point,
-                                    self.entry_distance, self.patch_shapes)
+                                    self.entry_distance, self.patch_shapes, self.hull,
+                                    self.hull_points, self.patch_floats, self.patch_ints)
         return int(n), int(others)
 
     def transform(self, k: int) -> coal.Transform3s:
@@ -587,9 +595,220 @@ def _cylinder_entries(poses, s, extent, h, margin, point, distance, n):
     return c
 
 
+# The most points a contact patch keeps (the quadrilateral that spans it: contacts.reduce_patch)
+MAX_PATCH_POINTS = 4
+
+
+@kernel
+def _kept_index(P, normal, corners, out) -> int:
+    """The rows of P (k > 4, 3) that reduce_patch keeps, in order, into out (4,): row 0 and the
+    corners of _patch_corners, each once; returns how many (`corners` (3,): scratch)."""
+    _patch_corners(P, normal, corners)
+    n = 0
+    for i in range(P.shape[0]):
+        if i == 0 or i == corners[0] or i == corners[1] or i == corners[2]:
+            out[n] = i
+            n += 1
+    return n
+
+
+@kernel
+def _patch_corners(P, normal, out):
+    """reduce_patch's corners of P (k, 3) into out: the farthest from P[0], then the farthest on
+    each side of the line P[0] P[out[0]] (the largest and the smallest (P[out[0]] - P[0]) x
+    (P[i] - P[0]) . normal); each the first of equals (numpy's argmax and argmin). The sums run in
+    index order, with no BLAS kernel whose choice could move a near tie from one corner to
+    another."""
+    k = P.shape[0]
+    far, best = 0, -1.0
+    for i in range(k):
+        d0, d1, d2 = P[i, 0] - P[0, 0], P[i, 1] - P[0, 1], P[i, 2] - P[0, 2]
+        s = d0 * d0 + d1 * d1 + d2 * d2
+        if s > best:
+            far, best = i, s
+    a0, a1, a2 = P[far, 0] - P[0, 0], P[far, 1] - P[0, 1], P[far, 2] - P[0, 2]
+    hi, lo, s_hi, s_lo = 0, 0, 0.0, 0.0
+    for i in range(k):
+        d0, d1, d2 = P[i, 0] - P[0, 0], P[i, 1] - P[0, 1], P[i, 2] - P[0, 2]
+        s = (a1 * d2 - a2 * d1) * normal[0] + (a2 * d0 - a0 * d2) * normal[1] + \
+            (a0 * d1 - a1 * d0) * normal[2]
+        if i == 0 or s > s_hi:
+            hi, s_hi = i, s
+        if i == 0 or s < s_lo:
+            lo, s_lo = i, s
+    out[0], out[1], out[2] = far, hi, lo
+
+
+# A convex mesh against the ground: coal's contact patch is the convex hull (in the patch
+# frame) of its vertices whose height is within PATCH_TOLERANCE of the lowest, each at its x,
+# y, and contacts.reduce_patch keeps four of a larger one (_mesh_entries). Its slots: those
+# four.
+MESH_SLOTS = MAX_PATCH_POINTS
+# coal's support set of a mesh with more vertices scans them from its lowest along the hull's
+# edges (its order: from the lowest); of one with no more, in the vertices' order
+# (ConvexBase's num_vertices_large_convex_threshold)
+LARGE_MESH = 32
+_EPSILON = 2.220446049250313e-16  # Eigen's NumTraits<double>::epsilon(), coal's hull's test
+_UP_NORMAL = np.array([0.0, 0.0, 1.0])  # the ground's normal, reduce_patch's argument
+
+
+@kernel
+def _hull_2d(cloud, m, order, out) -> int:
+    """coal 3.0's convex hull of the points cloud[0:m, 0:2] (computePolygonConvexHull in
+    src/contact_patch/polygon_convex_hull.cpp): their indices into out, counter-clockwise;
+    returns how many. Up to two points: as they are; three: the lowest y first (the first of
+    equal ones, by its swaps), then counter-clockwise; more: Graham's scan from the first
+    point of the lowest y, the others sorted stably by their angle about it (the nearer first
+    on one line), turns of at most _DUMMY_PRECISION dropped. `order`: scratch (m)."""
+    for i in range(m):
+        order[i] = i
+    if m <= 2:
+        for i in range(m):
+            out[i] = i
+        return m
+    if m == 3:
+        if cloud[order[0], 1] > cloud[order[1], 1]:
+            order[0], order[1] = order[1], order[0]
+        if cloud[order[0], 1] > cloud[order[2], 1]:
+            order[0], order[2] = order[2], order[0]
+        a, b, c = order[0], order[1], order[2]
+        if (cloud[b, 0] - cloud[a, 0]) * (cloud[c, 1] - cloud[a, 1]) - \
+                (cloud[b, 1] - cloud[a, 1]) * (cloud[c, 0] - cloud[a, 0]) < 0.0:
+            order[1], order[2] = order[2], order[1]
+        for i in range(3):
+            out[i] = order[i]
+        return 3
+    k0 = 0
+    for i in range(1, m):
+        if cloud[i, 1] < cloud[k0, 1]:
+            k0 = i
+    order[0], order[k0] = order[k0], order[0]
+    v = order[0]
+    for i in range(2, m):  # (insertion sort, stable: a point moves before earlier ones only)
+        j = i
+        while j > 1:
+            p, q = order[j], order[j - 1]
+            det = (cloud[p, 0] - cloud[v, 0]) * (cloud[q, 1] - cloud[v, 1]) - \
+                (cloud[p, 1] - cloud[v, 1]) * (cloud[q, 0] - cloud[v, 0])
+            if abs(det) <= _DUMMY_PRECISION:
+                before = (cloud[p, 0] - cloud[v, 0]) ** 2 + (cloud[p, 1] - cloud[v, 1]) ** 2 <= \
+                    (cloud[q, 0] - cloud[v, 0]) ** 2 + (cloud[q, 1] - cloud[v, 1]) ** 2
+            else:
+                before = det > 0.0
+            if not before:
+                break
+            order[j], order[j - 1] = q, p
+            j -= 1
+    out[0] = v
+    k = 1
+    b = 1
+    while k < 3 and b < m:  # the first three distinct points
+        p, q = out[k - 1], order[b]
+        if (cloud[p, 0] - cloud[q, 0]) ** 2 + (cloud[p, 1] - cloud[q, 1]) ** 2 > _EPSILON:
+            out[k] = q
+            k += 1
+        b += 1
+    for i in range(b, m):  # left turns only
+        q = order[i]
+        while k > 1:
+            p1, p2 = out[k - 2], out[k - 1]
+            if (cloud[p2, 0] - cloud[p1, 0]) * (cloud[q, 1] - cloud[p1, 1]) - \
+                    (cloud[p2, 1] - cloud[p1, 1]) * (cloud[q, 0] - cloud[p1, 0]) > \
+                    _DUMMY_PRECISION:
+                break
+            k -= 1
+        out[k] = q
+        k += 1
+    return k
+
+
+@kernel
+def _mesh_entries(poses, s, hull, points, h, margin, point, distance, n, cloud, ints):
+    """The contacts of convex mesh s (its hull's vertices and edges: RobotShapes.hull and
+    hull_points, the vertex of its last _lowest walk the lowest) with the ground at height h,
+    as coal 3.0 answers them (coal.collide, then computeContactPatch with the default request,
+    then contacts.reduce_patch), into rows n, ... of `point` and `distance`; returns how many
+    (0 when its lowest vertex is farther than `margin`). The patch: the vertices whose height
+    is within PATCH_TOLERANCE of the lowest (found from the lowest along the hull's edges:
+    they are connected, the hull being convex), their convex hull in coal's patch frame (x,
+    -y; _hull_2d), each at its x, y and at the height midway between the lowest vertex and
+    the ground, all at the lowest vertex's signed distance; one point: the lowest vertex
+    itself; more than four: reduce_patch's four. `cloud` (2 V, 3) and `ints` (4 V + 7): scratch
+    (V: the most vertices of a mesh of the robot)."""
+    first, neighbours_at, neighbours, support = hull[0], hull[1], hull[2], hull[3]
+    f0 = hull[first + s]
+    nv = hull[first + s + 1] - f0
+    vmax = (ints.shape[0] - 7) // 4
+    visited, queue = ints[0:vmax], ints[vmax:2 * vmax]
+    order, out = ints[2 * vmax:3 * vmax], ints[3 * vmax:4 * vmax]
+    corners, kept = ints[4 * vmax:4 * vmax + 3], ints[4 * vmax + 3:4 * vmax + 7]
+    r0, r1, r2 = poses[s, 2, 0], poses[s, 2, 1], poses[s, 2, 2]
+    v0 = hull[support + s]
+    best = r0 * points[v0, 0] + r1 * points[v0, 1] + r2 * points[v0, 2]  # (as _lowest's)
+    low = poses[s, 2, 3] + best
+    d = low - h
+    if not d <= margin:
+        return 0
+    # the vertices within the tolerance: from the lowest along the edges (in coal's order for
+    # a mesh of more than LARGE_MESH vertices; else in the vertices' order, below)
+    m = 1
+    queue[0] = v0
+    visited[v0 - f0] = 1
+    i = 0
+    while i < m:
+        v = queue[i]
+        i += 1
+        for e in range(hull[neighbours_at + v], hull[neighbours_at + v + 1]):
+            w = hull[neighbours + e]
+            if visited[w - f0] == 0:
+                visited[w - f0] = 1
+                if (r0 * points[w, 0] + r1 * points[w, 1] + r2 * points[w, 2]) - best <= \
+                        PATCH_TOLERANCE:
+                    queue[m] = w
+                    m += 1
+                else:
+                    visited[w - f0] = 2  # (seen, not in)
+    # (the marks back to 0: those of the vertices in, and of their neighbours)
+    for i in range(m):
+        v = queue[i]
+        visited[v - f0] = 0
+        for e in range(hull[neighbours_at + v], hull[neighbours_at + v + 1]):
+            visited[hull[neighbours + e] - f0] = 0
+    if nv <= LARGE_MESH:  # coal scans them in the vertices' order
+        for i in range(1, m):
+            j = i
+            while j > 0 and queue[j] < queue[j - 1]:
+                queue[j], queue[j - 1] = queue[j - 1], queue[j]
+                j -= 1
+    for i in range(m):
+        v = queue[i]
+        for a in range(2):
+            cloud[i, a] = poses[s, a, 3] + ((poses[s, a, 0] * points[v, 0] +
+                                             poses[s, a, 1] * points[v, 1]) +
+                                            poses[s, a, 2] * points[v, 2])
+        cloud[i, 1] = -cloud[i, 1]  # (coal's patch frame: x, -y)
+    middle = (low + h) / 2
+    k = _hull_2d(cloud, m, order, out) if m > 1 else 1
+    if k <= 1:  # (coal's contact point: the lowest vertex)
+        point[n, 0], point[n, 1] = cloud[0, 0], -cloud[0, 1]
+        point[n, 2], distance[n] = middle, d
+        return 1
+    P = cloud[vmax:vmax + k]
+    for i in range(k):
+        P[i, 0], P[i, 1], P[i, 2] = cloud[out[i], 0], -cloud[out[i], 1], middle
+    c = k
+    if k > MAX_PATCH_POINTS:
+        c = _kept_index(P, _UP_NORMAL, corners, kept)
+    for i in range(c):
+        j = kept[i] if k > MAX_PATCH_POINTS else i
+        point[n + i, 0], point[n + i, 1], point[n + i, 2] = P[j, 0], P[j, 1], middle
+        distance[n + i] = d
+    return c
+
+
 @kernel
 def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h, margin,
-                    shape, slot, point, distance, patches):
+                    shape, slot, point, distance, patches, hull, hull_points, cloud, ints):
     """The entries of RobotShapes.ground_entries; returns (entries, entries for coal). A sphere
     of radius r centred at (x, y, z) is at the signed distance d = (z - h) - r from the ground
     at height h; its contact point is midway between its lowest point and the ground below its
@@ -627,6 +846,9 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
                     c = _box_entries(poses, s, extent, h, margin, point, distance, n)
                 elif k == CYLINDER:
                     c = _cylinder_entries(poses, s, extent, h, margin, point, distance, n)
+                elif k == OTHER and hull[hull[0] + s] < hull[hull[0] + s + 1]:  # (a mesh)
+                    c = _mesh_entries(poses, s, hull, hull_points, h, margin, point, distance,
+                                      n, cloud, ints)
             if c >= 0:
                 for i in range(c):
                     shape[n + i], slot[n + i] = s, first_slot[s] + i
@@ -645,14 +867,14 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row,  # no
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
     entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
     of `bounds`; returns (entries, entries for coal); `patches`: RobotShapes.patch_shapes (see
-    _ground_entries). The robot's arrays come packed
-    (RobotShapes._pack): I holds n (the shapes), the length of hull, the number of hull points
-    and e (the slots), then bodies, kind, material_index, hull, first_slot (n + 1),
-    entry_shape, entry_slot, entry_bodies (e each); F placements (n, 4, 4), extent (n, 3),
-    hull_points (., 3), radii, poses (n, 4, 4), lowest, entry_point (e, 3), entry_distance
-    (e), entry_params (e, 5)."""
-    m, nh, npts, ne = I[0], I[1], I[2], I[3]  # (m shapes, ne slots)
-    a = 4
+    _ground_entries). The robot's arrays come packed (RobotShapes._pack): I holds n (the
+    shapes), the length of hull, the number of hull points, e (the slots) and the length of
+    patch_ints (4 V + 7), then bodies, kind, material_index, hull, first_slot (n + 1),
+    entry_shape, entry_slot, entry_bodies (e each), patch_ints; F placements (n, 4, 4), extent
+    (n, 3), hull_points (., 3), radii, poses (n, 4, 4), lowest, entry_point (e, 3),
+    entry_distance (e), entry_params (e, 5), patch_floats (2 V, 3)."""
+    m, nh, npts, ne, nw = I[0], I[1], I[2], I[3], I[4]  # (m shapes, ne slots)
+    a = 5
     bodies, kind = span(I, a, a + m), span(I, a + m, a + 2 * m)
     material_index = span(I, a + 2 * m, a + 3 * m)
     a += 3 * m
@@ -662,6 +884,7 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row,  # no
     a += m + 1
     shape, slot = span(I, a, a + ne), span(I, a + ne, a + 2 * ne)
     entry_bodies = span(I, a + 2 * ne, a + 3 * ne)
+    patch_ints = span(I, a + 3 * ne, a + 3 * ne + nw)
     placements = carve(F, 0, (m, 4, 4))
     a = 16 * m
     extent = carve(F, a, (m, 3))
@@ -678,10 +901,13 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row,  # no
     a += 3 * ne
     distance = span(F, a, a + ne)
     entry_params = carve(F, a + ne, (ne, 5))
+    a += 6 * ne
+    patch_floats = carve(F, a, ((nw - 7) // 2, 3))  # (2 V rows: nw = 4 V + 7)
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)
     n, others = _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h,
-                                margin, shape, slot, point, distance, patches)
+                                margin, shape, slot, point, distance, patches, hull,
+                                hull_points, patch_floats, patch_ints)
     for e in range(n):
         for i in range(5):
             entry_params[e, i] = params[material_index[shape[e]], i]

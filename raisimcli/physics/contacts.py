@@ -26,8 +26,8 @@ import numpy as np
 
 from raisimcli.errors import StateError
 from raisimcli.jit import kernel
-from raisimcli.physics.collision import RobotShapes, Shape, boxes_apart, make_geometry, \
-    robot_shapes, sweep_and_prune, transform
+from raisimcli.physics.collision import MAX_PATCH_POINTS, RobotShapes, Shape, _kept_index, \
+    boxes_apart, make_geometry, robot_shapes, sweep_and_prune, transform
 
 # shapes with flat faces: their contacts with a face are patches of several points
 _PATCH_KINDS = ("box", "cylinder", "mesh")
@@ -375,9 +375,6 @@ def contact_frame(n) -> np.ndarray:
     return out
 
 
-MAX_PATCH_POINTS = 4
-
-
 def reduce_patch(points, normal) -> list:
     """At most four points of a contact patch (a convex polygon in the plane of `normal`), in
     their order: all of them when there are four or fewer (a box's face), else the
@@ -393,46 +390,6 @@ def reduce_patch(points, normal) -> list:
     k = _kept_index(np.asarray(points, dtype=np.float64), np.asarray(normal, dtype=np.float64),
                     np.empty(3, dtype=np.int64), keep)
     return [points[i] for i in keep[:k].tolist()]
-
-
-@kernel
-def _kept_index(P, normal, corners, out) -> int:
-    """The rows of P (k > 4, 3) that reduce_patch keeps, in order, into out (4,): row 0 and the
-    corners of _patch_corners, each once; returns how many (`corners` (3,): scratch)."""
-    _patch_corners(P, normal, corners)
-    n = 0
-    for i in range(P.shape[0]):
-        if i == 0 or i == corners[0] or i == corners[1] or i == corners[2]:
-            out[n] = i
-            n += 1
-    return n
-
-
-@kernel
-def _patch_corners(P, normal, out):
-    """reduce_patch's corners of P (k, 3) into out: the farthest from P[0], then the farthest on
-    each side of the line P[0] P[out[0]] (the largest and the smallest (P[out[0]] - P[0]) x
-    (P[i] - P[0]) . normal); each the first of equals (numpy's argmax and argmin). The sums run in
-    index order, with no BLAS kernel whose choice could move a near tie from one corner to
-    another."""
-    k = P.shape[0]
-    far, best = 0, -1.0
-    for i in range(k):
-        d0, d1, d2 = P[i, 0] - P[0, 0], P[i, 1] - P[0, 1], P[i, 2] - P[0, 2]
-        s = d0 * d0 + d1 * d1 + d2 * d2
-        if s > best:
-            far, best = i, s
-    a0, a1, a2 = P[far, 0] - P[0, 0], P[far, 1] - P[0, 1], P[far, 2] - P[0, 2]
-    hi, lo, s_hi, s_lo = 0, 0, 0.0, 0.0
-    for i in range(k):
-        d0, d1, d2 = P[i, 0] - P[0, 0], P[i, 1] - P[0, 1], P[i, 2] - P[0, 2]
-        s = (a1 * d2 - a2 * d1) * normal[0] + (a2 * d0 - a0 * d2) * normal[1] + \
-            (a0 * d1 - a1 * d0) * normal[2]
-        if i == 0 or s > s_hi:
-            hi, s_hi = i, s
-        if i == 0 or s < s_lo:
-            lo, s_lo = i, s
-    out[0], out[1], out[2] = far, hi, lo
 
 
 class ContactWorld:
