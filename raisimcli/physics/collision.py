@@ -2,7 +2,9 @@
 objects (coal ships with pin), with a sweep-and-prune broad phase.
 
 Narrow phase is coal's: `coal.collide` and its contact patches (a face resting on a face gives its
-corner points). Meshes collide as their convex hull.
+corner points). Meshes collide as their convex hull. Against the ground, spheres, capsules, boxes,
+cylinders (but on a face) and convex meshes are answered by the compiled loops below as coal
+answers them (`_ground_entries`), without a coal query.
 """
 
 from __future__ import annotations
