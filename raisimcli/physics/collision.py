@@ -192,9 +192,10 @@ class RobotShapes:
     `hull` and `hull_points`, the convex meshes' vertices and edges (_hull_walk), and `poses`
     (n, 4, 4) and `lowest` (n,), the world poses and each shape's lowest height, filled by
     :meth:`update`. Each shape has slots for its contacts with the ground: a box BOX_SLOTS (the
-    corners of a face), a cylinder CYLINDER_SLOTS (a line along its side), any other shape one;
-    shape k's are first_slot[k]:first_slot[k + 1], and ground_meta and ground_key are per slot
-    (the key of a shape's i-th contact ends in i, as those of coal's contact patches do)."""
+    corners of a face), a cylinder CYLINDER_SLOTS (a line along its side), a convex mesh
+    MESH_SLOTS (a patch's kept corners), any other shape one; shape k's are
+    first_slot[k]:first_slot[k + 1], and ground_meta and ground_key are per slot (the key of a
+    shape's i-th contact ends in i, as those of coal's contact patches do)."""
 
     system: object
     shapes: list
@@ -229,7 +230,7 @@ class RobotShapes:
         # what the contact of each shape with the ground says of it (ContactSet's meta and
         # key), and ground_entries' results
         name = self.system.name
-        # (per slot: a box's up to BOX_SLOTS contacts are its slots, any other shape's one)
+        # (per slot: a box's, a cylinder's and a mesh's contacts, any other shape's one)
         vertices = np.diff(self.hull[self.hull[0]:self.hull[0] + n + 1])  # (a mesh's; else 0)
         mesh = (self.kind == OTHER) & (vertices > 0)
         slots = [BOX_SLOTS if k == BOX else CYLINDER_SLOTS if k == CYLINDER else
@@ -241,8 +242,9 @@ class RobotShapes:
         patches = np.flatnonzero((self.kind == BOX) | (self.kind == CYLINDER) | mesh) \
             .astype(np.int64)
         self.patch_shapes = patches if patches.size else None
-        # _mesh_entries' scratch (V: the most vertices of a mesh)
-        v = int(vertices.max()) if n else 0
+        # _mesh_entries' and _box_entries' scratch (V: the most vertices of a mesh, at least a
+        # box's 8)
+        v = max(int(vertices.max()), 8) if self.patch_shapes is not None else 0
         self.patch_ints = np.zeros(4 * v + 7, dtype=np.int64)
         self.patch_floats = np.zeros((2 * v, 3))
         self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground")
@@ -455,47 +457,19 @@ def _corner(poses, s, extent, k, i):
 
 
 @kernel
-def _turn(point, v, a, b):
-    """det(a - v, b - v) of rows a, b and v of `point` in coal's patch frame of the ground,
-    whose axes are the world's x and -y (coal's frame of the normal -z from the box down)."""
-    return (point[a, 0] - point[v, 0]) * (point[v, 1] - point[b, 1]) - \
-        (point[v, 1] - point[a, 1]) * (point[b, 0] - point[v, 0])
-
-
-@kernel
-def _before(point, v, a, b):
-    """Whether row a comes before row b in coal's hull (computePolygonConvexHull's order of
-    the points after the first, v): counter-clockwise in the patch frame from v (_turn), the
-    nearer of two points on one line from v first."""
-    det = _turn(point, v, a, b)
-    if abs(det) <= _DUMMY_PRECISION:
-        da = (point[a, 0] - point[v, 0]) ** 2 + (point[a, 1] - point[v, 1]) ** 2
-        db = (point[b, 0] - point[v, 0]) ** 2 + (point[b, 1] - point[v, 1]) ** 2
-        return da <= db
-    return det > 0.0
-
-
-@kernel
-def _swap_rows(point, a, b):
-    """Swap rows a and b of `point` (n, 3)."""
-    for i in range(3):
-        point[a, i], point[b, i] = point[b, i], point[a, i]
-
-
-@kernel
-def _box_entries(poses, s, extent, h, margin, point, distance, n):
+def _box_entries(poses, s, extent, h, margin, point, distance, n, cloud, ints):
     """The contacts of box s with the ground at height h, as coal 3.0 answers them (coal.collide,
     then computeContactPatch with the default request), into rows n, n + 1, ... of `point`
     and `distance`; returns how many (0 when the lowest corner is farther than `margin`). The
     patch: the corners whose height is within PATCH_TOLERANCE of the lowest corner's (the
     box's smallest half side at least BOX_SMALLEST: 1 to 4 corners of one face), each at its
     x, y and at the height midway between the lowest corner and the ground, all at the
-    lowest corner's signed distance. Their order is coal's: 1 or 2 corners in the order of
-    _CORNERS; 3 or 4 as coal's convex hull of them orders them (computePolygonConvexHull in
-    the patch frame: the corner of the largest y first, the first of equal ones, then
-    clockwise seen from above). coal takes the box a little larger (its support function's
-    factor 1 + 1e-10 of the half sides), so its points and distances are off ours by up to
-    1e-10 times the half sides; tests/test_contacts.py compares the two."""
+    lowest corner's signed distance, in the order of coal's convex hull of them in its patch
+    frame (_hull_2d of the corners in the order of _CORNERS: one or two as they are, three or
+    four from the corner of the largest y, clockwise seen from above). coal takes the box a
+    little larger (its support function's factor 1 + 1e-10 of the half sides), so its points
+    and distances are off ours by up to 1e-10 times the half sides; tests/test_contacts.py
+    compares the two. `cloud`, `ints`: _mesh_entries' scratch."""
     zmin = np.inf
     for k in range(8):
         z = _corner(poses, s, extent, k, 2)
@@ -504,34 +478,20 @@ def _box_entries(poses, s, extent, h, margin, point, distance, n):
     d = zmin - h
     if not d <= margin:
         return 0
-    c = 0
+    m = 0
     for k in range(8):  # (at most four: a face's, by BOX_SMALLEST)
         if _corner(poses, s, extent, k, 2) - zmin < PATCH_TOLERANCE:  # (coal's test)
-            point[n + c, 0] = _corner(poses, s, extent, k, 0)
-            point[n + c, 1] = _corner(poses, s, extent, k, 1)
-            c += 1
-    if c == 3:  # coal's triangle: the largest y first (a swap), then counter-clockwise
-        if point[n, 1] < point[n + 1, 1]:
-            _swap_rows(point, n, n + 1)
-        if point[n, 1] < point[n + 2, 1]:
-            _swap_rows(point, n, n + 2)
-        if _turn(point, n, n + 1, n + 2) < 0.0:
-            _swap_rows(point, n + 1, n + 2)
-    elif c == 4:  # coal's Graham scan: the largest y first (a swap), the rest sorted stably
-        first = n
-        for k in range(n + 1, n + 4):
-            if point[k, 1] > point[first, 1]:
-                first = k
-        _swap_rows(point, n, first)
-        for k in range(n + 2, n + 4):  # (insertion sort, as std::stable_sort's of 3)
-            j = k
-            while j > n + 1 and _before(point, n, j, j - 1):
-                _swap_rows(point, j, j - 1)
-                j -= 1
+            cloud[m, 0] = _corner(poses, s, extent, k, 0)
+            cloud[m, 1] = -_corner(poses, s, extent, k, 1)  # (coal's patch frame: x, -y)
+            m += 1
+    vmax = (ints.shape[0] - 7) // 4
+    out = ints[3 * vmax:4 * vmax]
+    c = _hull_2d(cloud, m, ints[2 * vmax:3 * vmax], out)
     middle = (zmin + h) / 2
-    for e in range(n, n + c):
-        point[e, 2] = middle
-        distance[e] = d
+    for i in range(c):
+        point[n + i, 0], point[n + i, 1], point[n + i, 2] = cloud[out[i], 0], -cloud[out[i], 1], \
+            middle
+        distance[n + i] = d
     return c
 
 
@@ -736,7 +696,7 @@ def _mesh_entries(poses, s, hull, points, h, margin, point, distance, n, cloud, 
     -y; _hull_2d), each at its x, y and at the height midway between the lowest vertex and
     the ground, all at the lowest vertex's signed distance; one point: the lowest vertex
     itself; more than four: reduce_patch's four. `cloud` (2 V, 3) and `ints` (4 V + 7): scratch
-    (V: the most vertices of a mesh of the robot)."""
+    (V: the most vertices of a mesh of the robot, at least 8)."""
     first, neighbours_at, neighbours, support = hull[0], hull[1], hull[2], hull[3]
     f0 = hull[first + s]
     nv = hull[first + s + 1] - f0
@@ -845,7 +805,8 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
             c = -1  # (coal's)
             if patches is not None:
                 if k == BOX and min(extent[s, 0], extent[s, 1], extent[s, 2]) >= BOX_SMALLEST:
-                    c = _box_entries(poses, s, extent, h, margin, point, distance, n)
+                    c = _box_entries(poses, s, extent, h, margin, point, distance, n, cloud,
+                                     ints)
                 elif k == CYLINDER:
                     c = _cylinder_entries(poses, s, extent, h, margin, point, distance, n)
                 elif k == OTHER and hull[hull[0] + s] < hull[hull[0] + s + 1]:  # (a mesh)
