@@ -777,14 +777,13 @@ def test_a_box_on_the_ground_is_coal_s_contact_patch():
 
 
 def test_a_cylinder_on_the_ground_is_coal_s_contact_patch():
-    # a cylinder against the ground is answered without coal (collision._cylinder_entries)
-    # unless it stands on a face: the same contacts as coal.collide then computeContactPatch
-    # (the general detection's) at 3000 random poses, grounds and sizes around the margin: as
-    # many, in the same order, with the same keys, frames and params, positions and distances
-    # within coal's own error. A third of the poses lie within 1e-12..1e-2 rad of level (a
-    # wheel: a line of two contacts, or one), a third are random (its rim), a third stand
-    # within 1e-6..1e-1 rad of upright: on a face (one entry for coal, whose patch is its rim
-    # sampled) or on its rim
+    # a cylinder against the ground is answered without coal (collision._cylinder_entries):
+    # the same contacts as coal.collide, computeContactPatch and reduce_patch (the general
+    # detection's) at 3000 random poses, grounds and sizes around the margin: as many, in the
+    # same order, with the same keys, frames and params, positions and distances within coal's
+    # own error. A third of the poses lie within 1e-12..1e-2 rad of level (a wheel: a line of
+    # two contacts, or one), a third are random (its rim), a third stand within 1e-6..1e-1 rad
+    # of upright: on a face (its rim sampled, four kept) or on its rim
     import pinocchio as pin
     from raisimcli.physics.collision import make_geometry
     from raisimcli.physics.contacts import DEFAULT_MARGIN
@@ -812,9 +811,10 @@ def test_a_cylinder_on_the_ground_is_coal_s_contact_patch():
         _assert_coal_s_contacts(ours, theirs, 2e-10 * max(r, length) + 1e-15)
         key = (mode, len(ours), bool(coal_s))
         seen[key] = seen.get(key, 0) + 1
-    # answered: a line of two on its side, one on its rim; coal's: four kept on a face
+    # a line of two on its side, one on its rim, four kept on a face; none left to coal
+    assert not any(c for (m, k, c) in seen)
     assert seen[(0, 2, False)] > 500 and seen[(1, 1, False)] > 500 and \
-        seen[(2, 1, False)] > 100 and seen[(2, 4, True)] > 400
+        seen[(2, 1, False)] > 100 and seen[(2, 4, False)] > 400
     assert sum(v for (m, k, c), v in seen.items() if k == 0) > 500  # (beyond the margin)
 
 
@@ -914,10 +914,10 @@ def test_a_convex_mesh_on_the_ground_is_coal_s_contact_patch(mesh, tmp_path):
     assert sum(v for (m, k), v in seen.items() if m == 1 and 0 < k < 4) > 10  # (an edge, a tip)
 
 
-def test_spheres_a_box_and_a_cylinder_on_the_ground_come_in_shape_order_with_their_materials():
-    # a robot's spheres and box are answered in one compiled loop and its cylinder by coal:
-    # the contacts still come in the order of the shapes, each with its own body, material
-    # pair and key
+def test_spheres_a_box_and_a_plate_on_the_ground_come_in_shape_order_with_their_materials():
+    # a robot's spheres and box are answered in one compiled loop and its 3 mm plate (thinner
+    # than collision.BOX_SMALLEST) by coal: the contacts still come in the order of the
+    # shapes, each with its own body, material pair and key
     from raisimcli.physics.collision import RobotShapes, Shape, make_geometry
     from raisimcli.physics.contacts import ContactWorld
 
@@ -938,7 +938,7 @@ def test_spheres_a_box_and_a_cylinder_on_the_ground_come_in_shape_order_with_the
             ("box", (0.2, 0.2, 0.1), 2, 1.0, 0.05, "default"),  # resting on its face
             ("sphere", (0.03,), 3, 2.0, 0.032, "rubber"),      # 2 mm above, within the margin
             ("sphere", (0.03,), 4, 3.0, 1.0, "rubber"),        # far above
-            ("cylinder", (0.05, 0.1), 5, 4.0, 0.049, "rubber")):  # 1 mm into the ground
+            ("box", (0.2, 0.2, 0.003), 5, 4.0, 0.0005, "rubber")):  # 1 mm into the ground
         geom, radius = make_geometry(kind, size)
         shapes.append(Shape(geom, kind, f"link{body}", body, at(x, z), radius, material,
                             len(shapes)))
@@ -948,7 +948,8 @@ def test_spheres_a_box_and_a_cylinder_on_the_ground_come_in_shape_order_with_the
     cw.robots.append(RobotShapes(Still(), shapes))
     found = cw.detect()
     n = len(found)
-    assert n > 6  # (the cylinder's face: coal's patch of several points)
+    assert n == 10  # (the plate's face: coal's patch of four corners)
+    assert np.isnan(cw.robots[0].entry_distance[6])  # (its entry: coal's)
     assert [key[1] for key in found.keys] == [0, 1, 1, 1, 1, 2] + [4] * (n - 6)  # shape order
     assert found.keys[0] == ("still", 0, "ground", 0) and found.keys[5] == ("still", 2, "ground", 0)
     assert [k[3] for k in found.keys[1:5]] == [0, 1, 2, 3]  # the box face's four corners
@@ -962,8 +963,8 @@ def test_spheres_a_box_and_a_cylinder_on_the_ground_come_in_shape_order_with_the
     assert_close(found.points[5], [2.0, 0.0, 0.001], rtol=0, atol=1e-15)
     assert sorted(map(tuple, np.round(found.points[1:5], 9) + 0.0)) == \
         [(0.9, -0.1, 0.0), (0.9, 0.1, 0.0), (1.1, -0.1, 0.0), (1.1, 0.1, 0.0)]
-    assert_close(np.hypot(found.points[6:, 0] - 4.0, found.points[6:, 1]), np.full(n - 6, 0.05),
-                 rtol=0, atol=1e-9)  # (on the cylinder's rim)
+    assert sorted(map(tuple, np.round(found.points[6:, :2], 9) + 0.0)) == \
+        [(3.9, -0.1), (3.9, 0.1), (4.1, -0.1), (4.1, 0.1)]  # (the plate's corners)
     assert np.array_equal(found.frames[:, :, 2], np.tile([0.0, 0.0, 1.0], (n, 1)))
     assert found.params[:, :2].tolist() == [[0.8, 0.0]] * 5 + [[0.3, 0.5]] * (n - 5)
     # the spheres' params follow changes of the pairs, the default pair, erp and slop

@@ -32,6 +32,12 @@ HAND = f"""<robot name="hand">
   <link name="finger2"><inertial><mass value="0.1"/>{_INERTIA.format(0.001)}</inertial></link>
 </robot>"""
 
+# a floating 3 mm plate (a box thinner than collision.BOX_SMALLEST: coal's)
+PLATE = f"""<robot name="plate">
+  <link name="body"><inertial><mass value="1.0"/>{_INERTIA.format(0.004)}</inertial>
+    <collision><geometry><box size="0.3 0.3 0.003"/></geometry></collision></link>
+</robot>"""
+
 # a floating cylinder (a can)
 CAN = f"""<robot name="can">
   <link name="body"><inertial><mass value="1.0"/>{_INERTIA.format(0.005)}</inertial>
@@ -114,11 +120,18 @@ def _setup(case, w):
         q = r.get_generalized_coordinate()
         q[2], q[3:7] = 0.15, [0.9, 0.3, 0.2, 0.1]
         r.set_state(q, np.zeros(r.nv))
-    elif case == "can_upright":  # a cylinder standing on its face: coal's patch
+    elif case == "can_upright":  # a cylinder standing on its face: its rim's samples
         w.add_ground()
         r = w.add_articulated_system(load_urdf_string(CAN, path=robot("can.urdf")))
         q = r.get_generalized_coordinate()
         q[2], q[3:7] = 0.101, [0.0, 0.0, 0.0, 1.0]  # (1 mm above the ground)
+        r.set_state(q, np.zeros(r.nv))
+    elif case == "plate":  # a 3 mm plate lying on the ground: coal's patch (thinner than
+        # collision.BOX_SMALLEST)
+        w.add_ground()
+        r = w.add_articulated_system(load_urdf_string(PLATE, path=robot("plate.urdf")))
+        q = r.get_generalized_coordinate()
+        q[2] = 0.0025  # (1 mm above the ground)
         r.set_state(q, np.zeros(r.nv))
     elif case == "three_apart":  # one robot each, detected apart; the third in the air
         r = _quadruped(w, name="first")
@@ -272,7 +285,8 @@ def _same_system(ra, rb):
 @pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "drop_trapezoid",
                                   "drop_euler", "actuators_and_limits", "arm",
                                   "arm_torque_mode", "spring", "box_tilted", "can_tilted",
-                                  "can_upright", "three_apart", "one_onto_another", "fourbar",
+                                  "can_upright", "plate", "three_apart", "one_onto_another",
+                                  "fourbar",
                                   "gripper_on_quadruped",
                                   "gripper_rk4", "fourbar_friction", "hand_on_ground",
                                   "fivebar_under_pd", "box_on_incline", "quadruped_onto_a_step",
@@ -338,7 +352,7 @@ def test_the_whole_step_is_the_general_path(case, monkeypatch):
         assert most_contacts >= 2
     if case == "can_tilted":  # landed on its rim, then on its side: a line of two contacts
         assert most_contacts >= 2
-    if case == "can_upright":  # standing on its face: coal's patch (its kept four points)
+    if case in ("can_upright", "plate"):  # on a face: four kept points of its patch
         assert most_contacts == 4
     if case == "one_onto_another":  # the robots touched: the general path solved them together
         assert robots_touched and not any(apart)  # (always near: the general detection)

@@ -2,8 +2,8 @@
 objects (coal ships with pin), with a sweep-and-prune broad phase.
 
 Narrow phase is coal's: `coal.collide` and its contact patches (a face resting on a face gives its
-corner points). Meshes collide as their convex hull. Against the ground, spheres, capsules, boxes,
-cylinders (but on a face) and convex meshes are answered by the compiled loops below as coal
+corner points). Meshes collide as their convex hull. Against the ground, spheres, capsules, boxes
+(not under 2 mm), cylinders and convex meshes are answered by the compiled loops below as coal
 answers them (`_ground_entries`), without a coal query.
 """
 
@@ -192,8 +192,8 @@ class RobotShapes:
     `hull` and `hull_points`, the convex meshes' vertices and edges (_hull_walk), and `poses`
     (n, 4, 4) and `lowest` (n,), the world poses and each shape's lowest height, filled by
     :meth:`update`. Each shape has slots for its contacts with the ground: a box BOX_SLOTS (the
-    corners of a face), a cylinder CYLINDER_SLOTS (a line along its side), a convex mesh
-    MESH_SLOTS (a patch's kept corners), any other shape one; shape k's are
+    corners of a face), a cylinder CYLINDER_SLOTS and a convex mesh MESH_SLOTS (a patch's kept
+    corners), any other shape one; shape k's are
     first_slot[k]:first_slot[k + 1], and ground_meta and ground_key are per slot (the key of a
     shape's i-th contact ends in i, as those of coal's contact patches do)."""
 
@@ -242,9 +242,9 @@ class RobotShapes:
         patches = np.flatnonzero((self.kind == BOX) | (self.kind == CYLINDER) | mesh) \
             .astype(np.int64)
         self.patch_shapes = patches if patches.size else None
-        # _mesh_entries' and _box_entries' scratch (V: the most vertices of a mesh, at least a
-        # box's 8)
-        v = max(int(vertices.max()), 8) if self.patch_shapes is not None else 0
+        # _mesh_entries', _box_entries' and _cylinder_entries' scratch (V: the most vertices
+        # of a mesh, at least a box's 8 corners and a cylinder's RIM_SAMPLES)
+        v = max(int(vertices.max()), 8, RIM_SAMPLES) if self.patch_shapes is not None else 0
         self.patch_ints = np.zeros(4 * v + 7, dtype=np.int64)
         self.patch_floats = np.zeros((2 * v, 3))
         self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground")
@@ -342,11 +342,11 @@ class RobotShapes:
         """The shapes near the ground (whose bounding sphere reaches down to `reach` and whose
         lowest point, of the last update, is within `reach` + `slack`), in order, as entries
         entry_shape[:n] (the shape), entry_slot[:n] (its slot), entry_point[:n],
-        entry_distance[:n]: a sphere, capsule, box or cylinder within `margin` of the ground at
-        `height` gives its contacts (see _ground_entries; a box up to four, a cylinder up to
-        two, one after the other), one farther away none; any other shape (a mesh, a cylinder
-        standing on a face) is one entry of distance NaN (at its first slot) for coal to
-        answer. Returns (n, how many entries are coal's)."""
+        entry_distance[:n]: a sphere, capsule, box, cylinder or convex mesh within `margin` of
+        the ground at `height` gives its contacts (see _ground_entries; a box, a cylinder or a
+        mesh up to four, one after the other), one farther away none; any other shape (a box
+        under 2 mm, a mesh without its hull's edges) is one entry of distance NaN (at its
+        first slot) for coal to answer. Returns (n, how many entries are coal's)."""
         n, others = _ground_entries(self.poses, self.radii, self.extent, self.lowest,
                                     self.kind, self.first_slot, reach, slack, height, margin,
                                     self.entry_shape, self.entry_slot, self.entry_point,
@@ -497,18 +497,19 @@ def _box_entries(poses, s, extent, h, margin, point, distance, n, cloud, ints):
 
 # A cylinder against the ground: coal's contact patch (as for a box, above) has one point
 # where the cylinder stands on its rim, two along a line of its side when it lies within the
-# patch tolerance of flat (a wheel), and a polygon of sampled rim points when it stands on a
-# face: that one is left to coal (_cylinder_entries).
-CYLINDER_SLOTS = 2
+# patch tolerance of flat (a wheel), and its rim sampled at RIM_SAMPLES points when it stands on
+# a face, of which reduce_patch keeps four (_cylinder_entries).
+CYLINDER_SLOTS = 4
+RIM_SAMPLES = coal.ContactPatchRequest().getNumSamplesCurvedShapes()  # (coal's: 12)
 
 
 @kernel
-def _cylinder_entries(poses, s, extent, h, margin, point, distance, n):
+def _cylinder_entries(poses, s, extent, h, margin, point, distance, n, cloud, ints):
     """The contacts of cylinder s (radius extent[s, 0], half length extent[s, 1], its axis the
     pose's z) with the ground at height h, as coal 3.0 answers them (coal.collide, then
     computeContactPatch with the default request), into rows n, n + 1 of `point` and
-    `distance`; returns how many (0 when its lowest point is farther than `margin`), or -1 when
-    it stands on a face (coal's patch: its rim sampled, left to coal). With d the direction -z
+    `distance`; returns how many (0 when its lowest point is farther than `margin`). With d the
+    direction -z
     in the cylinder's frame, its lowest point is on the rim of the end cap towards d, at the
     radius along d's (x, y); coal's support set then holds the points (r d_x, r d_y, -+h_l) of
     the two caps whose height (along d) is within the patch tolerance of the lowest (coal's
@@ -516,27 +517,43 @@ def _cylinder_entries(poses, s, extent, h, margin, point, distance, n):
     level), or the two points (+-r d_x, +-r d_y) of the lower cap when both are (a face). Two
     such points are the contacts (the lower cap's first), each at its x, y and at the height
     midway between the lowest point and the ground; with one, the contact is the lowest point
-    itself, at that height. Each has the lowest point's signed distance. Within coal's
-    rounding and its cylinder taken larger by 1e-10 of its size (tests/test_contacts.py
-    compares the two)."""
+    itself, at that height. On a face, coal's patch is the face's rim at RIM_SAMPLES angles
+    i 2 pi / RIM_SAMPLES from the cylinder's x axis, in that order, of which reduce_patch keeps
+    four (_kept_index). Each has the lowest point's signed distance. Within coal's rounding
+    and its cylinder taken larger by 1e-10 of its size (tests/test_contacts.py compares the
+    two). `cloud`, `ints`: _mesh_entries' scratch."""
     r, hl = extent[s, 0], extent[s, 1]
     d0, d1, d2 = -poses[s, 2, 0], -poses[s, 2, 1], -poses[s, 2, 2]  # (R^T (0, 0, -1))
     nxy = math.sqrt(d0 * d0 + d1 * d1)
-    if nxy == 0.0:  # (its axis exactly vertical: on a face)
-        return -1
     zs = hl if d2 > 0.0 else -hl
-    sx, sy = r * (d0 / nxy), r * (d1 / nxy)  # the lowest point, in the cylinder's frame
+    sx, sy = r, 0.0  # the lowest point, in the cylinder's frame (its axis vertical: any)
+    if nxy > 0.0:
+        sx, sy = r * (d0 / nxy), r * (d1 / nxy)
     top = (sx * d0 + sy * d1) + zs * d2  # (its height along d)
-    zc = -hl if d2 <= 0.0 else hl
-    across = r * d0 * d0 + r * d1 * d1
-    if top - (across + zc * d2) <= PATCH_TOLERANCE and \
-            top - (-across + zc * d2) <= PATCH_TOLERANCE:
-        return -1  # (on a face)
     low = poses[s, 2, 3] + ((poses[s, 2, 0] * sx + poses[s, 2, 1] * sy) + poses[s, 2, 2] * zs)
     d = low - h
     if not d <= margin:
         return 0
     middle = (low + h) / 2
+    zc = -hl if d2 <= 0.0 else hl
+    across = r * d0 * d0 + r * d1 * d1
+    if nxy == 0.0 or (top - (across + zc * d2) <= PATCH_TOLERANCE and
+                      top - (-across + zc * d2) <= PATCH_TOLERANCE):  # on a face: its rim
+        vmax = (ints.shape[0] - 7) // 4
+        P = cloud[vmax:vmax + RIM_SAMPLES]
+        step = 2.0 * math.pi / RIM_SAMPLES
+        for k in range(RIM_SAMPLES):
+            x, y = r * math.cos(k * step), r * math.sin(k * step)
+            for i in range(2):
+                P[k, i] = poses[s, i, 3] + ((poses[s, i, 0] * x + poses[s, i, 1] * y) +
+                                            poses[s, i, 2] * zc)
+            P[k, 2] = middle
+        kept = ints[4 * vmax + 3:4 * vmax + 7]
+        c = _kept_index(P, _UP_NORMAL, ints[4 * vmax:4 * vmax + 3], kept)
+        for i in range(c):
+            point[n + i, 0], point[n + i, 1] = P[kept[i], 0], P[kept[i], 1]
+            point[n + i, 2], distance[n + i] = middle, d
+        return c
     c = 0
     for end in range(2):  # the lower cap's point first (-h_l), then the upper's
         z = -hl if end == 0 else hl
@@ -778,9 +795,10 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
     of its radius at the lower end of its axis, or at its centre when the axis lies flat (|cos|
     below CAPSULE_FLAT), as coal answers it: one contact. This is coal's contact to within
     coal's rounding of the shape's rotation, which cannot matter (a test compares the two). A
-    box's are _box_entries', a cylinder's _cylinder_entries', in its slots in order (a cylinder
-    standing on a face is coal's). `patches`: RobotShapes.patch_shapes (None: the robot has no
-    box nor cylinder, and numba compiles this loop without their code)."""
+    box's are _box_entries', a cylinder's _cylinder_entries', a convex mesh's _mesh_entries',
+    in its slots in order (a box under BOX_SMALLEST is coal's). `patches`:
+    RobotShapes.patch_shapes (None: the robot has no box, cylinder nor mesh, and numba
+    compiles this loop without their code)."""
     n = 0
     others = 0
     for s in range(radii.shape[0]):
@@ -808,7 +826,8 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
                     c = _box_entries(poses, s, extent, h, margin, point, distance, n, cloud,
                                      ints)
                 elif k == CYLINDER:
-                    c = _cylinder_entries(poses, s, extent, h, margin, point, distance, n)
+                    c = _cylinder_entries(poses, s, extent, h, margin, point, distance, n,
+                                          cloud, ints)
                 elif k == OTHER and hull[hull[0] + s] < hull[hull[0] + s + 1]:  # (a mesh)
                     c = _mesh_entries(poses, s, hull, hull_points, h, margin, point, distance,
                                       n, cloud, ints)

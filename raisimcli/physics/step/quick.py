@@ -33,11 +33,10 @@ constrained solve of _impulse_step; their impulses and errors go into OF
 (ArticulatedSystem.constraint_report's arrays). A step without any row (no contact, no joint at a
 limit, no joint friction) takes u* (u_0 with mimics) as u_{t+1}, as ArticulatedSystem.finish_step
 does. Otherwise, or when the compiled call finds what only the other path handles (a shape near
-the ground that coal must answer: a cylinder on its face, a box under 2 mm; M~ not positive
-definite), it returns None and lean.step takes the step from the start: Pinocchio's results are
-recomputed, with the same bits. After such a step the next `_BACK_OFF` steps go to lean.step
-directly (a robot whose cylinder stands on its face would otherwise pay for both paths at every
-step).
+the ground that coal must answer: a box under 2 mm; M~ not positive definite), it returns None
+and lean.step takes the step from the start: Pinocchio's results are recomputed, with the same
+bits. After such a step the next `_BACK_OFF` steps go to lean.step directly (a robot whose plate
+rests on the ground would otherwise pay for both paths at every step).
 """
 
 from __future__ import annotations
