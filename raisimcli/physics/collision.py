@@ -507,12 +507,12 @@ RIM_SAMPLES = coal.ContactPatchRequest().getNumSamplesCurvedShapes()  # (coal's:
 def _cylinder_entries(poses, s, extent, h, margin, point, distance, n, cloud, ints):
     """The contacts of cylinder s (radius extent[s, 0], half length extent[s, 1], its axis the
     pose's z) with the ground at height h, as coal 3.0 answers them (coal.collide, then
-    computeContactPatch with the default request), into rows n, n + 1 of `point` and
-    `distance`; returns how many (0 when its lowest point is farther than `margin`). With d the
-    direction -z
-    in the cylinder's frame, its lowest point is on the rim of the end cap towards d, at the
-    radius along d's (x, y); coal's support set then holds the points (r d_x, r d_y, -+h_l) of
-    the two caps whose height (along d) is within the patch tolerance of the lowest (coal's
+    computeContactPatch with the default request), into rows n, ... (up to four) of `point`
+    and `distance`; returns how many (0 when its lowest point is farther than `margin`). With d
+    the direction -z in the cylinder's frame, its lowest point is on the rim of the end cap
+    towards d, at the radius along d's (x, y); coal's support set then holds the points
+    (r d_x, r d_y, -+h_l) of the two caps whose height (along d) is within the patch tolerance
+    of the lowest (coal's
     points: at r times d's (x, y), which are a little inside the rim when the axis is not
     level), or the two points (+-r d_x, +-r d_y) of the lower cap when both are (a face). Two
     such points are the contacts (the lower cap's first), each at its x, y and at the height

@@ -607,7 +607,7 @@ class ContactWorld:
 
     def _answered_on_ground(self, rs: RobotShapes, n: int) -> ContactSet:
         """The contacts of a robot alone on the ground whose shapes near it are all answered
-        without coal (spheres, capsules, boxes, cylinders): entries [0, n) of its
+        without coal (spheres, capsules, boxes, cylinders, meshes): entries [0, n) of its
         update_near_ground, as _Found's add_ground_entries and contact_set make them (the same
         set), without their lists and blocks. The lists of the contacts' meta and keys are
         those of the last call when the same slots touch (nobody writes into them)."""
@@ -631,9 +631,9 @@ class ContactWorld:
         """detect() for several robots on the ground that touch nothing but it, as one contact
         set per robot (in the order of `robots`; joined, ContactSet.joined, they are detect()'s
         set): when there is no static box and no self-collision, every shape near the ground is
-        answered without coal (a sphere, capsule, box or cylinder), and no two robots' shapes
-        are within the margin (the robots' boxes of their shapes' boxes are apart, or else the
-        broad phase of the shapes finds no pair). None otherwise (then call detect())."""
+        answered without coal (a sphere, capsule, box, cylinder or mesh), and no two robots'
+        shapes are within the margin (the robots' boxes of their shapes' boxes are apart, or
+        else the broad phase of the shapes finds no pair). None otherwise (then call detect())."""
         if self.ground_height is None or self.static or len(self.robots) < 2 or \
                 any(rs.self_collision for rs in self.robots):
             return None
@@ -720,7 +720,7 @@ _UP = (0.0, 0.0, 1.0)  # the ground's normal
 class _Found:
     """The contacts found by one detection, made a ContactSet at its end, in the order they
     come: one by one (coal's points), a contact patch's kept corners at once, or a robot's
-    spheres, capsules, boxes and cylinders on the ground as arrays (no Python object per
+    spheres, capsules, boxes, cylinders and meshes on the ground as arrays (no Python object per
     contact). Their points, normals, distances, params and bodies are written into arrays that
     grow as needed, and the set gets copies of the rows filled. The frames of normals other than
     the ground's are made in one compiled loop."""

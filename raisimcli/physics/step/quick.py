@@ -101,7 +101,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     writes the robot's shapes (rs_I, rs_F, _near_ground's) and row `row` of `bounds` (None when
     there is no ground to query, or the robot has no shapes: numba then compiles the call
     without the ground query and the contacts' code, as for MI below); `patches` the robot's
-    RobotShapes.patch_shapes (None: no box nor cylinder, and no code for them compiled).
+    RobotShapes.patch_shapes (None: no box, cylinder nor mesh, and no code for them compiled).
     `flags`: bits 0-4 for PD mode, springs, the motor regions enforced, loads (their J^T F
     written into the stage's tau_ext) and inverse dynamics; bits 5-6 the scheme's rule of
     _U_BAR; bit 7 the ground query; bit 8 when the warm start's impulses lie where this call
