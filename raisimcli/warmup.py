@@ -214,11 +214,23 @@ def write(path: str = MANIFEST, scenarios: dict = SCENARIOS) -> dict:
     """The manifest from a recorded first run of each kind's scenario (record, then plan):
     {kind: entries}."""
     import numba
-    plans = {kind: plan(record(scenario)) for kind, scenario in scenarios.items()}
+    records = {kind: record(scenario) for kind, scenario in scenarios.items()}
+    plans = {kind: plan(compiled) for kind, compiled in records.items()}
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"numba": numba.__version__, "plans": plans}, f, indent=0)
         f.write("\n")
-    return plans
+    return plans, records
+
+
+def twice(compiled: list) -> dict:
+    """{dotted name: seconds} of the functions a recorded first run compiled more than once
+    (for other argument types: a literal integer argument is one, see
+    physics/collision.py's _ground_entries), with the time of all their compiles."""
+    count: dict = {}
+    for _, name, _, _, seconds in compiled:
+        n, t = count.get(name, (0, 0.0))
+        count[name] = (n + 1, t + seconds)
+    return {name: t for name, (n, t) in count.items() if n > 1}
 
 
 def main(argv: list) -> None:
@@ -226,12 +238,17 @@ def main(argv: list) -> None:
     argv[0] ("air" without one)."""
     if argv[:1] == ["--write"]:
         t0 = time.perf_counter()
-        plans = write()
+        plans, records = write()
         print(f"{MANIFEST} ({time.perf_counter() - t0:.0f} s):")
         for kind, entries in plans.items():
-            print(f"  {kind}: {len(entries)} functions")
+            compiled = records[kind]
+            total = sum(seconds for depth, _, _, _, seconds in compiled if depth == 0)
+            print(f"  {kind}: {len(entries)} functions (the first run without the helper "
+                  f"compiled for {total:.1f} s)")
             for name, _ in entries:
                 print(f"    {name}")
+            for name, seconds in twice(compiled).items():
+                print(f"    compiled more than once: {name} ({seconds:.2f} s)")
         return
     try:
         compile_all(_entries(kind=argv[0] if argv else "air") or [])

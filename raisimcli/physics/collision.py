@@ -236,15 +236,18 @@ class RobotShapes:
         slots = [BOX_SLOTS if k == BOX else CYLINDER_SLOTS if k == CYLINDER else
                  MESH_SLOTS if is_mesh else 1 for k, is_mesh in zip(self.kind.tolist(), mesh)]
         self.first_slot = np.cumsum([0] + slots).astype(np.int64)  # shape k's: [k]:[k + 1]
-        # the boxes', cylinders' and meshes' shape indices, None without any: the compiled
-        # loops' argument `patches`, whose None leaves their code out of what numba compiles
-        # (the first run of a robot without them)
-        patches = np.flatnonzero((self.kind == BOX) | (self.kind == CYLINDER) | mesh) \
-            .astype(np.int64)
-        self.patch_shapes = patches if patches.size else None
+        # (the boxes' shape indices, the cylinders', the meshes'), each None when the robot
+        # has none: the compiled loops' argument `patches`, whose Nones leave the code of
+        # those shapes out of what numba compiles (a robot's first run: a quadruped whose
+        # base is a box compiles neither the cylinders' code nor the meshes')
+        self.patch_shapes = tuple(
+            x if x.size else None for x in (np.flatnonzero(self.kind == BOX),
+                                            np.flatnonzero(self.kind == CYLINDER),
+                                            np.flatnonzero(mesh)))
         # _mesh_entries', _box_entries' and _cylinder_entries' scratch (V: the most vertices
         # of a mesh, at least a box's 8 corners and a cylinder's RIM_SAMPLES)
-        v = max(int(vertices.max()), 8, RIM_SAMPLES) if self.patch_shapes is not None else 0
+        v = max(int(vertices.max()), 8, RIM_SAMPLES) \
+            if any(x is not None for x in self.patch_shapes) else 0
         self.patch_ints = np.zeros(4 * v + 7, dtype=np.int64)
         self.patch_floats = np.zeros((2 * v, 3))
         self.ground_meta = [(self.system, s.body, s.link, None, -1, "ground")
@@ -350,7 +353,7 @@ class RobotShapes:
         n, others = _ground_entries(self.poses, self.radii, self.extent, self.lowest,
                                     self.kind, self.first_slot, reach, slack, height, margin,
                                     self.entry_shape, self.entry_slot, self.entry_point,
-                                    self.entry_distance, self.patch_shapes, self.hull,
+                                    self.entry_distance, *self.patch_shapes, self.hull,
                                     self.hull_points, self.patch_floats, self.patch_ints)
         return int(n), int(others)
 
@@ -439,6 +442,8 @@ CAPSULE_FLAT = 1e-12
 # corners such a patch has when the box's smallest half side is at least BOX_SMALLEST (4: a
 # face; a smaller box goes to coal, whose patch of it may take corners of two faces).
 BOX_SLOTS = 4
+# RobotShapes.patch_shapes of a robot with no box, no cylinder and no mesh
+NO_PATCHES = (None, None, None)
 PATCH_TOLERANCE = coal.ContactPatchRequest().getPatchTolerance()  # m (coal's: 1e-3)
 BOX_SMALLEST = 2 * PATCH_TOLERANCE
 # the corners' signs of the half sides, in the order of coal 3.0's support set of a box
@@ -449,11 +454,15 @@ _DUMMY_PRECISION = 1e-12  # Eigen's NumTraits<double>::dummy_precision(), coal's
 
 
 @kernel
-def _corner(poses, s, extent, k, i):
-    """Coordinate i of box s's corner k (_CORNERS) in the world."""
-    return poses[s, i, 3] + ((poses[s, i, 0] * (_CORNERS[k, 0] * extent[s, 0]) +
-                              poses[s, i, 1] * (_CORNERS[k, 1] * extent[s, 1])) +
-                             poses[s, i, 2] * (_CORNERS[k, 2] * extent[s, 2]))
+def _corner(poses, s, extent, k):
+    """(x, y, z) of box s's corner k (_CORNERS) in the world. (Each coordinate i is the same
+    sum; a loop over i would take i as a literal argument, and numba compiles a function
+    once for each literal value it is called with.)"""
+    a, b, c = _CORNERS[k, 0] * extent[s, 0], _CORNERS[k, 1] * extent[s, 1], \
+        _CORNERS[k, 2] * extent[s, 2]
+    return (poses[s, 0, 3] + ((poses[s, 0, 0] * a + poses[s, 0, 1] * b) + poses[s, 0, 2] * c),
+            poses[s, 1, 3] + ((poses[s, 1, 0] * a + poses[s, 1, 1] * b) + poses[s, 1, 2] * c),
+            poses[s, 2, 3] + ((poses[s, 2, 0] * a + poses[s, 2, 1] * b) + poses[s, 2, 2] * c))
 
 
 @kernel
@@ -472,17 +481,18 @@ def _box_entries(poses, s, extent, h, margin, point, distance, n, cloud, ints):
     compares the two. `cloud`, `ints`: _mesh_entries' scratch."""
     zmin = np.inf
     for k in range(8):
-        z = _corner(poses, s, extent, k, 2)
+        z = _corner(poses, s, extent, k)[2]
         if z < zmin:
             zmin = z
     d = zmin - h
     if not d <= margin:
         return 0
-    m = 0
+    m = np.int64(0)  # (not a literal 0: see _ground_entries)
     for k in range(8):  # (at most four: a face's, by BOX_SMALLEST)
-        if _corner(poses, s, extent, k, 2) - zmin < PATCH_TOLERANCE:  # (coal's test)
-            cloud[m, 0] = _corner(poses, s, extent, k, 0)
-            cloud[m, 1] = -_corner(poses, s, extent, k, 1)  # (coal's patch frame: x, -y)
+        x, y, z = _corner(poses, s, extent, k)
+        if z - zmin < PATCH_TOLERANCE:  # (coal's test)
+            cloud[m, 0] = x
+            cloud[m, 1] = -y  # (coal's patch frame: x, -y)
             m += 1
     vmax = (ints.shape[0] - 7) // 4
     out = ints[3 * vmax:4 * vmax]
@@ -730,7 +740,7 @@ def _mesh_entries(poses, s, hull, points, h, margin, point, distance, n, cloud, 
         return 0
     # the vertices within the tolerance: from the lowest along the edges (in coal's order for
     # a mesh of more than LARGE_MESH vertices; else in the vertices' order, below)
-    m = 1
+    m = np.int64(1)  # (not a literal 1: see _ground_entries)
     queue[0] = v0
     visited[v0 - f0] = 1
     i = 0
@@ -787,7 +797,8 @@ def _mesh_entries(poses, s, hull, points, h, margin, point, distance, n, cloud, 
 
 @kernel
 def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h, margin,
-                    shape, slot, point, distance, patches, hull, hull_points, cloud, ints):
+                    shape, slot, point, distance, boxes, cylinders, meshes, hull, hull_points,
+                    cloud, ints):
     """The entries of RobotShapes.ground_entries; returns (entries, entries for coal). A sphere
     of radius r centred at (x, y, z) is at the signed distance d = (z - h) - r from the ground
     at height h; its contact point is midway between its lowest point and the ground below its
@@ -796,10 +807,15 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
     below CAPSULE_FLAT), as coal answers it: one contact. This is coal's contact to within
     coal's rounding of the shape's rotation, which cannot matter (a test compares the two). A
     box's are _box_entries', a cylinder's _cylinder_entries', a convex mesh's _mesh_entries',
-    in its slots in order (a box under BOX_SMALLEST is coal's). `patches`:
-    RobotShapes.patch_shapes (None: the robot has no box, cylinder nor mesh, and numba
-    compiles this loop without their code)."""
-    n = 0
+    in its slots in order (a box under BOX_SMALLEST is coal's). `boxes`, `cylinders`,
+    `meshes`: RobotShapes.patch_shapes (one None: the robot has no such shape, and numba
+    compiles this loop without its code).
+
+    The counts passed to compiled calls start as np.int64(0), not 0: numba types a call whose
+    argument is still the literal 0 at that point of its type inference, compiles the callee
+    for Literal[int](0), then again for int64 once the count is known to vary (twice the
+    compile time of _box_entries and the others in a first run)."""
+    n = np.int64(0)
     others = 0
     for s in range(radii.shape[0]):
         if not (poses[s, 2, 3] - radii[s] <= reach and lowest[s] <= reach + slack):
@@ -821,14 +837,17 @@ def _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack
             distance[n] = d
         else:
             c = -1  # (coal's)
-            if patches is not None:
-                if k == BOX and min(extent[s, 0], extent[s, 1], extent[s, 2]) >= BOX_SMALLEST:
+            if k == BOX:
+                if boxes is not None and \
+                        min(extent[s, 0], extent[s, 1], extent[s, 2]) >= BOX_SMALLEST:
                     c = _box_entries(poses, s, extent, h, margin, point, distance, n, cloud,
                                      ints)
-                elif k == CYLINDER:
+            elif k == CYLINDER:
+                if cylinders is not None:
                     c = _cylinder_entries(poses, s, extent, h, margin, point, distance, n,
                                           cloud, ints)
-                elif k == OTHER and hull[hull[0] + s] < hull[hull[0] + s + 1]:  # (a mesh)
+            elif k == OTHER:
+                if meshes is not None and hull[hull[0] + s] < hull[hull[0] + s + 1]:  # (a mesh)
                     c = _mesh_entries(poses, s, hull, hull_points, h, margin, point, distance,
                                       n, cloud, ints)
             if c >= 0:
@@ -848,13 +867,14 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row,  # no
                  patches):
     """_world_poses, _lowest and _ground_entries of RobotShapes.update_near_ground, then each
     entry's params (the row of its shape's material) and body, and _robot_bounds into row `row`
-    of `bounds`; returns (entries, entries for coal); `patches`: RobotShapes.patch_shapes (see
-    _ground_entries). The robot's arrays come packed (RobotShapes._pack): I holds n (the
-    shapes), the length of hull, the number of hull points, e (the slots) and the length of
-    patch_ints (4 V + 7), then bodies, kind, material_index, hull, first_slot (n + 1),
-    entry_shape, entry_slot, entry_bodies (e each), patch_ints; F placements (n, 4, 4), extent
-    (n, 3), hull_points (., 3), radii, poses (n, 4, 4), lowest, entry_point (e, 3),
-    entry_distance (e), entry_params (e, 5), patch_floats (2 V, 3)."""
+    of `bounds`; returns (entries, entries for coal); `patches`: RobotShapes.patch_shapes, a
+    tuple whose items _ground_entries takes as three arguments (see there). The robot's arrays
+    come packed (RobotShapes._pack): I holds n (the shapes), the length of hull, the number of
+    hull points, e (the slots) and the length of patch_ints (4 V + 7), then bodies, kind,
+    material_index, hull, first_slot (n + 1), entry_shape, entry_slot, entry_bodies (e each),
+    patch_ints; F placements (n, 4, 4), extent (n, 3), hull_points (., 3), radii, poses (n, 4,
+    4), lowest, entry_point (e, 3), entry_distance (e), entry_params (e, 5), patch_floats (2 V,
+    3)."""
     m, nh, npts, ne, nw = I[0], I[1], I[2], I[3], I[4]  # (m shapes, ne slots)
     a = 5
     bodies, kind = span(I, a, a + m), span(I, a + m, a + 2 * m)
@@ -888,8 +908,8 @@ def _near_ground(R, T, I, F, reach, slack, h, margin, params, bounds, row,  # no
     _world_poses(R, T, bodies, placements, poses)
     _lowest(poses, kind, extent, hull, hull_points, lowest)
     n, others = _ground_entries(poses, radii, extent, lowest, kind, first_slot, reach, slack, h,
-                                margin, shape, slot, point, distance, patches, hull,
-                                hull_points, patch_floats, patch_ints)
+                                margin, shape, slot, point, distance, patches[0], patches[1],
+                                patches[2], hull, hull_points, patch_floats, patch_ints)
     for e in range(n):
         for i in range(5):
             entry_params[e, i] = params[material_index[shape[e]], i]

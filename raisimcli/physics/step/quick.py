@@ -48,7 +48,7 @@ from numba import types
 from numba.extending import overload
 
 from raisimcli.jit import ArrayTable, carve, kernel, present, span, table_view
-from raisimcli.physics.collision import _near_ground
+from raisimcli.physics.collision import NO_PATCHES, _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
 from raisimcli.physics.constraints import RANK_TOLERANCE, _eliminate_mimics, beta, packed_size, \
     scratch_size
@@ -101,7 +101,8 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     writes the robot's shapes (rs_I, rs_F, _near_ground's) and row `row` of `bounds` (None when
     there is no ground to query, or the robot has no shapes: numba then compiles the call
     without the ground query and the contacts' code, as for MI below); `patches` the robot's
-    RobotShapes.patch_shapes (None: no box, cylinder nor mesh, and no code for them compiled).
+    RobotShapes.patch_shapes ((boxes, cylinders, meshes), each None when the robot has none:
+    no code for those compiled; NO_PATCHES without the ground query).
     `flags`: bits 0-4 for PD mode, springs, the motor regions enforced, loads (their J^T F
     written into the stage's tau_ext) and inverse dynamics; bits 5-6 the scheme's rule of
     _U_BAR; bit 7 the ground query; bit 8 when the warm start's impulses lie where this call
@@ -856,7 +857,7 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
     OF, OI = results.OF, results.OI
     answer = _quick(world.dt, h, margin, float(s.solver_tolerance), int(s.solver_max_iterations),
                     flags, qs.arrays.table, qs.R_none if R is None else R, params, bounds, row,
-                    rs.patch_shapes if detect else None, upper, h_pin, u_pin, s.q, s.u,
+                    rs.patch_shapes if detect else NO_PATCHES, upper, h_pin, u_pin, s.q, s.u,
                     s.transmission.stall, prev_codes, prev_lam, prev_m, qs.pin_at[qs.pin_slot],
                     OF, OI, qs.MI, qs.MF)
     if detect:
