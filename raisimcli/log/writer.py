@@ -477,6 +477,9 @@ class LogWriter:
                 if base not in ds.parent:
                     ds.parent[base] = self.f[scale]
             self._datasets.append(ds)
+        # each dataset's low-level id and the offset of a chunk's columns, for _write (h5py's
+        # Dataset.id and .ndim each cost some microseconds a call, at every chunk written)
+        self._ids = [(ds.id, (0,) * len(c.shape)) for ds, c in zip(self._datasets, self.channels)]
         self._plan_rows()
         self._step_indices = np.empty(self.chunk_rows, dtype=np.int64)
         if self._world is not None:
@@ -772,14 +775,14 @@ class LogWriter:
             self.time_ds[r0:] = rows.time  # t = k dt
         else:  # a chunk of its own, unfiltered: its bytes as they are (0.14 ms a slice write)
             self.time_ds.id.write_direct_chunk((r0,), _padded(rows.time, self.chunk_rows))
-        for i, (ds, values) in enumerate(zip(self._datasets, rows.arrays)):
-            ds.id.set_extent((r0 + n,) + values.shape[1:])
+        for i, ((ds_id, columns), values) in enumerate(zip(self._ids, rows.arrays)):
+            ds_id.set_extent((r0 + n,) + values.shape[1:])
             if values.size == 0:  # (a robot without DoFs: rows of no column, nothing to write)
                 continue
             if rows.compressed is not None:
-                ds.id.write_direct_chunk((r0,) + (0,) * (ds.ndim - 1), rows.compressed[i])
+                ds_id.write_direct_chunk((r0,) + columns, rows.compressed[i])
             else:
-                ds[r0:r0 + n] = values
+                self._datasets[i][r0:r0 + n] = values
         if self._world is not None:
             self._write_contacts(r0, rows.contacts)
         self.rows += n
