@@ -227,8 +227,8 @@ def first_run(helper: bool = True, command: list = COMMAND) -> tuple:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--first-run", action="store_true",
-                    help="also time a fresh copy's first run (numba compiling: about 15 s, and "
-                         "22 s without the helper)")
+                    help="also time a fresh copy's first run (numba compiling: about 19 s, and "
+                         "30 s without the helper)")
     args = ap.parse_args()
     rows = []  # (goal, ours, reference, unit, ratio, kind, limit)
 
