@@ -76,6 +76,42 @@ def test_helper_answers_in_order_and_is_replaced_when_gone():
         helper.close()
 
 
+def test_a_slot_filled_in_place_is_gathered_by_the_helper():
+    """Rows written straight into a slot's input (take_slot, input_array), each dataset's
+    columns side by side in a row: the helper gathers each dataset's columns (a piece at every
+    row's stride) and stores what deflate stores for them as one array; so does the writer's
+    process when the helper is gone. Arrays copied into the same slot after the rows, and
+    slots given back unused, work as before."""
+    n, width = 16, 6
+    rows = np.sin(np.arange(n * width, dtype=np.float64)).reshape(n, width)
+    extra = np.arange(50, dtype=np.int32)
+    helper = DeflateHelper(rows.nbytes + extra.nbytes, chunk_bound(rows.nbytes) * 2, slots=3)
+    try:
+        unused = helper.take_slot()
+        helper.release(unused)
+        expected = [deflate(np.ascontiguousarray(rows[:, :3]), 8, 4),
+                    deflate(np.ascontiguousarray(rows[:, 3:4]), 8, 4),
+                    deflate(np.ascontiguousarray(rows[:, 4:]), 1, 4),  # (no shuffle)
+                    deflate(extra, 4, 4)]
+        for kill in (False, True):
+            slot = helper.take_slot()
+            helper.input_array(slot, np.float64, (n, width))[:] = rows
+            stride = width * 8
+            parts = [(0, n * 24, 8, stride, 24), (24, n * 8, 8, stride, 8),
+                     (32, n * 16, 1, stride, 16), extra]
+            if kill:  # the helper gone with the job out: the writer's process gathers it
+                os.kill(helper._proc.pid, signal.SIGSTOP)
+            helper.submit(parts, 4, slot=slot, at=rows.nbytes)
+            if kill:
+                os.kill(helper._proc.pid, signal.SIGKILL)
+                helper._proc.wait()
+            assert helper.result(4) == expected
+            assert helper.alive != kill
+        assert len(helper._free) == 3  # (every slot back)
+    finally:
+        helper.close()
+
+
 def _writer(path, helper: bool, chunk_rows: int = 8):
     """A LogWriter with two channels (a float vector and an int scalar) fed from `state`."""
     state = {"k": 0}
@@ -142,6 +178,47 @@ def test_chunks_through_the_helper_or_hdf5_hold_the_rows(tmp_path, helper):
     _rows(w, state, 21, 43)  # chunk 2 completed (out of step: HDF5's filters), chunks 3, 4
     w.close("complete")
     _check(path, 43, whole=(0, 8, 24, 32, 40))
+
+
+def test_rows_in_the_helpers_slots_make_the_same_log_as_without_it(tmp_path):
+    """Three float datasets side by side in the rows (each a column range of the slot's row
+    array, gathered by the helper) and an integer one (copied into the slot): full chunks
+    (more than the helper has slots, so slots are used again), a timed flush, and a partial
+    last chunk, whose rows past the end must be zeros though the slot held earlier rows. Each
+    chunk holds the bytes of a log written without the helper; the whole ones hold libdeflate's
+    stream of their rows."""
+    logs = {}
+    for helper in (True, False):
+        path = logs[helper] = tmp_path / f"helper{helper}.h5"
+        state = {"k": 0}
+        w = LogWriter(str(path), scenario_text="", scenario_sha256="", config_json="{}",
+                      dt=0.001, decimation=1, compression="gzip", chunk_rows=8,
+                      deflate_helper=helper)
+        for name, width in (("a", 3), ("b", 1), ("c", 2)):
+            w.channels.append(Channel(name, (width,) if width > 1 else (),
+                                      lambda width=width: np.cos(state["k"] * width +
+                                                                 np.arange(width)) if width > 1
+                                      else np.cos(state["k"] * 0.5), "1"))
+        w.channels.append(Channel("n", (), lambda: state["k"] * 7, "1", dtype=np.int32))
+        w.start()
+        assert (w._helper is not None) == helper
+        _rows(w, state, 0, 37)  # chunks 0-3 full, 5 rows buffered
+        w.flush()  # a timed flush: rows 32-36, chunk 4 written partly
+        _rows(w, state, 37, 67)  # chunk 4 completed (HDF5's filters), chunks 5-7, 3 rows left
+        w.close("complete")
+    with h5py.File(logs[True]) as x, h5py.File(logs[False]) as y:
+        k = np.arange(67)
+        assert x["b"][()].tobytes() == np.cos(k * 0.5).tobytes()
+        assert x["a"][()].tobytes() == np.cos(k[:, None] * 3 + np.arange(3)).tobytes()
+        for name in ("a", "b", "c", "n"):
+            assert x[name][()].tobytes() == y[name][()].tobytes(), name
+            for r0 in range(0, 67, 8):
+                offset = (r0,) + (0,) * (x[name].ndim - 1)
+                assert x[name].id.read_direct_chunk(offset) == \
+                    y[name].id.read_direct_chunk(offset), (name, r0)
+        for r0 in (0, 8, 16, 24, 40, 48, 56, 64):  # whole chunks, the last one padded
+            raw = x["c"].id.read_direct_chunk((r0, 0))[1]
+            assert raw == _libdeflate_chunk(x["c"][r0:r0 + 8]), r0
 
 
 @pytest.mark.parametrize("helper", [True, False])

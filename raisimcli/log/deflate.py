@@ -24,9 +24,16 @@ The helper ignores SIGINT (an interrupted run still writes its last chunks throu
 when its input pipe closes, and writes nothing to the terminal. If it dies, `DeflateHelper.result`
 notices and deflates the chunks itself, with the same `deflate`.
 
+The writer may also fill a slot's input in place (take_slot, input_array): its rows of a chunk,
+one row after the other, with each dataset's columns side by side in the row. A segment then
+names one dataset's columns, a `piece` of bytes at every `stride` bytes, which the helper
+gathers before it compresses them (_gathered): the run's process copies nothing at a chunk's end,
+and the gathering is done on the helper's CPU.
+
 Protocol (little-endian int64s): the writer sends (slot, level, output offset, output capacity,
-n), then n times (input offset, length, element size); the helper answers (slot, n), then n times
-(output offset, length), length -1 when the output area was too small.
+n), then n times (input offset, length, element size, stride, piece), stride 0 for contiguous
+bytes; the helper answers (slot, n), then n times (output offset, length), length -1 when the
+output area was too small.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ if __name__ == "__main__":
 _LIBDIR = os.path.dirname(os.path.dirname(os.path.abspath(_libdeflate.__file__)))
 
 _JOB = struct.Struct("<5q")
-_SEGMENT = struct.Struct("<3q")
+_SEGMENT = struct.Struct("<5q")
 _ANSWER = struct.Struct("<2q")
 _PART = struct.Struct("<2q")
 
@@ -84,6 +91,16 @@ def deflate(data, itemsize: int, level: int) -> bytearray:
             data = b"".join([b[j:n * itemsize:itemsize] for j in range(itemsize)]) + \
                 b[n * itemsize:]  # HDF5 copies a remainder as it is
     return _libdeflate.zlib_compress(data, level)
+
+
+def _gathered(view, offset: int, length: int, stride: int, piece: int):
+    """A segment's `length` bytes of `view` (a memoryview of bytes) from `offset`: contiguous
+    when `stride` is 0, else `piece` bytes at every `stride` bytes (one dataset's columns of a
+    chunk's rows, which lie side by side with other datasets' in each row)."""
+    if not stride:
+        return view[offset:offset + length]
+    end = offset + length // piece * stride
+    return b"".join([view[at:at + piece] for at in range(offset, end, stride)])
 
 
 def chunk_bound(nbytes: int) -> int:
@@ -121,8 +138,8 @@ def _serve(fd: int, size: int) -> None:
         answer = [_ANSWER.pack(slot, n)]
         end = out + capacity
         for k in range(n):
-            offset, length, itemsize = _SEGMENT.unpack_from(body, k * _SEGMENT.size)
-            c = deflate(view[offset:offset + length], itemsize, level)
+            offset, length, itemsize, stride, piece = _SEGMENT.unpack_from(body, k * _SEGMENT.size)
+            c = deflate(_gathered(view, offset, length, stride, piece), itemsize, level)
             if out + len(c) > end:
                 answer.append(_PART.pack(out, -1))
                 continue
@@ -167,8 +184,9 @@ class DeflateHelper:
             # an embedded interpreter, or a frozen application whose executable is not Python
             raise OSError("no Python executable to run the deflate helper")
         _reap()
-        self.slot_in, self.slot_out = input_bytes, output_bytes
-        size = slots * (input_bytes + output_bytes)
+        # (each area at a multiple of 64 bytes: input_array's rows aligned as numpy's own)
+        self.slot_in, self.slot_out = -(-input_bytes // 64) * 64, -(-output_bytes // 64) * 64
+        size = slots * (self.slot_in + self.slot_out)
         if hasattr(os, "memfd_create"):
             fd = os.memfd_create("raisimcli-deflate")
         else:  # an unlinked temporary file serves as well
@@ -197,22 +215,46 @@ class DeflateHelper:
     def jobs_out(self) -> int:
         return len(self._out)
 
-    def submit(self, chunks: list, level: int, shuffle: bool = True) -> None:
-        """Copy `chunks` (numpy arrays, each one whole chunk, in C order; their sizes sum to at
-        most input_bytes) into a free slot and hand them to the helper, to be shuffled (by
-        their element size) if `shuffle` and deflated at `level`. Call only when
-        has_free_slot. A helper that is gone is noticed by result()."""
-        slot = self._free.pop()
+    def take_slot(self) -> int:
+        """A free slot, for the caller to fill in place (input_array) and hand to submit, or to
+        give back with release. Call only when has_free_slot."""
+        return self._free.pop()
+
+    def release(self, slot: int) -> None:
+        """Give back a slot taken with take_slot and not submitted."""
+        self._free.append(slot)
+
+    def input_array(self, slot: int, dtype, shape: tuple):
+        """A numpy array of `shape` over the start of `slot`'s input area (take_slot)."""
+        count = int(_np.prod(shape))
+        return _np.frombuffer(self._map, dtype=dtype, count=count,
+                              offset=slot * (self.slot_in + self.slot_out)).reshape(shape)
+
+    def submit(self, chunks: list, level: int, shuffle: bool = True, *, slot: int | None = None,
+               at: int = 0) -> None:
+        """Hand a job to the helper: `chunks`, each one whole chunk, as a numpy array (copied
+        into the slot's input area, from byte `at` on, in C order) or, in a `slot` filled in
+        place (take_slot), as a segment of bytes already in its input area: (offset there,
+        length, element size, stride, piece), see _gathered. Without `slot`, a free slot is
+        taken (call only when has_free_slot). Each chunk is shuffled by its element size (an
+        array's when `shuffle`; a segment carries its own) and deflated at `level`; result()
+        gives them back in this order. Their sizes sum to at most input_bytes. A helper that is
+        gone is noticed by result()."""
+        if slot is None:
+            slot = self._free.pop()
         base = slot * (self.slot_in + self.slot_out)
-        offset, segments = base, []
+        segments, offset = [], base + at
         for a in chunks:
+            if isinstance(a, tuple):  # (bytes already in the slot)
+                segments.append((base + a[0],) + a[1:])
+                continue
             n = a.nbytes
             if n and not a.flags.c_contiguous:  # (a view of columns: copied once, in C order)
                 _np.copyto(_np.frombuffer(self._view[offset:offset + n], dtype=a.dtype)
                            .reshape(a.shape), a)
             elif n:
                 self._view[offset:offset + n] = memoryview(a).cast("B")  # (see deflate)
-            segments.append((offset, n, a.itemsize if shuffle else 1))
+            segments.append((offset, n, a.itemsize if shuffle else 1, 0, 0))
             offset += n
         self._out.append((slot, segments))
         if self.alive:
@@ -241,9 +283,10 @@ class DeflateHelper:
             else:
                 parts = [_PART.unpack_from(body, k * _PART.size) for k in range(len(segments))]
         out = []
-        for (offset, length), (i_off, i_len, itemsize) in zip(parts, segments):
+        for (offset, length), (i_off, i_len, itemsize, stride, piece) in zip(parts, segments):
             if length < 0:
-                out.append(deflate(self._view[i_off:i_off + i_len], itemsize, level))
+                out.append(deflate(_gathered(self._view, i_off, i_len, stride, piece), itemsize,
+                                   level))
             else:
                 out.append(bytes(self._view[offset:offset + length]))
         self._free.append(slot)
@@ -263,9 +306,12 @@ class DeflateHelper:
         else:
             _EXITING.append(self._proc)
         self._proc.stdout.close()
-        self._view.release()
-        self._map.close()
         self.alive = False
+        try:
+            self._view.release()
+            self._map.close()
+        except BufferError:  # arrays of input_array still held somewhere: the map is unmapped
+            pass  # when the last of them goes
 
 
 atexit.register(_reap, True)

@@ -226,6 +226,8 @@ class LogWriter:
         self._taken = 0  # rows taken from the buffers: written, or out in the helper
         # per channel, a chunk's rows: filled row by row (_fill of them) until taken
         self._buffers: list[np.ndarray] = []
+        self._row_array = None  # the float64 channels' columns of those rows (_plan_rows)
+        self._slot = None  # the helper's slot that holds _row_array (_next_buffers)
         self._fill = 0
         self.time_ds = f.create_dataset("time", shape=(0,), maxshape=(None,), dtype=np.float64,
                                         chunks=(chunk_rows,), track_times=False)
@@ -493,6 +495,7 @@ class LogWriter:
         self._guard(self._start_swmr)
         if self._use_helper:
             self._start_helper()
+        self._next_buffers()
         self._last_flush = time.monotonic()
 
     def _plan_rows(self) -> None:
@@ -530,7 +533,11 @@ class LogWriter:
         self._wrenches = self._side_by_side("wrench", (0, 1, 2))
         self._width = width
         self._reads = [c.read for c in self.channels]
-        self._buffers = self._rows_buffer()
+        # the other channels' rows, in arrays of their own, used again for every chunk (the
+        # helper gets a copy, and rows written here are written before the next row comes)
+        self._own = {i: np.empty((self.chunk_rows,) + c.shape, dtype=c.dtype)
+                     for i, (c, cols) in enumerate(zip(self.channels, self._columns))
+                     if cols is None}
 
     def _side_by_side(self, field: str, parts: tuple) -> list[tuple]:
         """[(system, start, stop)]: for each robot whose channels of _plain name, in the
@@ -553,14 +560,55 @@ class LogWriter:
                 self._plain = [i for i in self._plain if i not in group]
         return groups
 
-    def _rows_buffer(self) -> list[np.ndarray]:
-        """A chunk's rows of every channel (_plan_rows): views of one float64 array
-        (_row_array), and arrays of their own."""
-        n = self.chunk_rows
-        self._row_array = rows = np.empty((n, self._width))
-        return [np.empty((n,) + c.shape, dtype=c.dtype) if cols is None
-                else rows[:, cols[0]:cols[1]].reshape((n,) + c.shape)
-                for c, cols in zip(self.channels, self._columns)]
+    def _next_buffers(self) -> None:
+        """The buffers of the next chunk's rows (_plan_rows): views of one float64 array
+        (_row_array), and arrays of their own. With the helper, that array lies in one of its
+        slots (waiting for its oldest job when none is free), so that a full chunk goes to it
+        without a copy (_in_place); without, the same array serves again (the rows in it are
+        written)."""
+        n, helper = self.chunk_rows, self._helper
+        if helper is not None:
+            while not helper.has_free_slot:
+                self._write_done(True, 1)
+            self._slot = helper.take_slot()
+            self._row_array = helper.input_array(self._slot, np.float64, (n, self._width))
+        elif self._row_array is None:
+            self._row_array = np.empty((n, self._width))
+        else:
+            return
+        rows = self._row_array
+        self._buffers = [self._own[i] if cols is None
+                         else rows[:, cols[0]:cols[1]].reshape((n,) + c.shape)
+                         for i, (c, cols) in enumerate(zip(self.channels, self._columns))]
+
+    def _in_place(self, rows: _Rows) -> tuple[list, list]:
+        """For DeflateHelper.submit, each channel's whole chunk of `rows` (taken with their
+        slot): its columns of the slot's row array as a segment there (offset, length, element
+        size, stride, piece), or its own array (padded to a whole chunk), which submit copies;
+        and each whole chunk as an array (for _deflate). The rows of a partial chunk past its
+        end are zeroed first: HDF5 pads a dataset's last chunk with zeros, and the log's bytes
+        do not depend on what the slot held before."""
+        n, width = self.chunk_rows, self._width
+        array = self._helper.input_array(rows.slot, np.float64, (n, width))
+        if rows.n < n:
+            array[rows.n:] = 0.0
+        parts, wholes, stride = [], [], width * 8
+        for i, (c, cols) in enumerate(zip(self.channels, self._columns)):
+            if cols is None:
+                wholes.append(_padded(rows.arrays[i], n))
+                parts.append(wholes[-1])
+                continue
+            piece = (cols[1] - cols[0]) * 8
+            wholes.append(array[:, cols[0]:cols[1]].reshape((n,) + c.shape))
+            parts.append((cols[0] * 8, n * piece, 8 if self._shuffle else 1,
+                          0 if piece == stride else stride, piece))
+        return parts, wholes
+
+    def _release(self, rows: _Rows) -> None:
+        """Give the helper back the slot of rows that were written here."""
+        if rows.slot is not None:
+            self._helper.release(rows.slot)
+            rows.slot = None
 
     def _start_helper(self) -> None:
         """The helper compresses every channel's chunks; without one (no channel, or it could
@@ -572,7 +620,8 @@ class LogWriter:
             sizes += self._contact_budget()
         if sizes:
             try:
-                self._helper = DeflateHelper(sum(sizes), sum(chunk_bound(n) for n in sizes))
+                self._helper = DeflateHelper(sum(sizes), sum(chunk_bound(n) for n in sizes),
+                                             slots=3)
             except OSError:
                 pass
 
@@ -604,10 +653,12 @@ class LogWriter:
                                 "untouched") from None
 
     def _stop_helper(self) -> None:
+        self._jobs.clear()
         if self._helper is not None:
+            # (the buffers are views of the helper's map: no more rows after this)
+            self._buffers, self._row_array, self._slot = [], None, None
             self._helper.close()
             self._helper = None
-        self._jobs.clear()
 
     def _fail(self) -> None:
         self.failed = True
@@ -674,6 +725,8 @@ class LogWriter:
             elif self._deflate_here and rows.r0 % self.chunk_rows == 0:
                 rows.compressed = [self._deflate(a) for a in self._padded(rows)]
             self._write(rows)
+            self._release(rows)
+            self._next_buffers()
         self._flushed()
 
     def _padded(self, rows: _Rows) -> list:
@@ -698,13 +751,16 @@ class LogWriter:
         half of the channels (by size) in the helper and half here at the same time. A partial
         chunk is padded with zeros to the chunk's rows, as HDF5 pads the chunks at a dataset's
         end (the rows past its extent are never read)."""
-        chunks = self._padded(rows)
-        total, half, k = sum(a.nbytes for a in chunks), 0, 0
-        while k < len(chunks) and 2 * (half + chunks[k].nbytes) <= total:
-            half += chunks[k].nbytes
+        parts, wholes = self._in_place(rows)
+        sizes = [part[1] if isinstance(part, tuple) else part.nbytes for part in parts]
+        total, half, k = sum(sizes), 0, 0
+        while k < len(parts) and 2 * (half + sizes[k]) <= total:
+            half += sizes[k]
             k += 1
-        self._helper.submit(chunks[:k], self._gzip_level, self._shuffle)
-        here = [self._deflate(a) for a in chunks[k:]]
+        self._helper.submit(parts[:k], self._gzip_level, self._shuffle, slot=rows.slot,
+                            at=self.chunk_rows * self._width * 8)
+        here = [self._deflate(whole) for whole in wholes[k:]]
+        rows.slot = None  # (result gives it back)
         rows.compressed = self._helper.result(self._gzip_level) + here
 
     def _take(self) -> _Rows | None:
@@ -713,14 +769,15 @@ class LogWriter:
         self._fill = 0
         if n == 0:
             return None
-        # the filled buffers leave with the rows (the helper's job may keep them until they are
-        # written); new ones take the next rows
+        # the filled buffers leave with the rows, and their slot of the helper (which keeps it
+        # until their job is done); the caller writes them or hands them to the helper, then
+        # takes the next rows' (_next_buffers)
         buffers = self._buffers
-        self._buffers = self._rows_buffer()
         taken = _Rows(self._taken, n, self._step_indices[:n].astype(np.float64) * self.dt,
                       buffers if n == self.chunk_rows else [b[:n] for b in buffers],
                       self._plan_contacts(self._contact_rows) if self._world is not None
-                      else None)
+                      else None, slot=self._slot)
+        self._slot = None
         self._contact_rows = []
         self._taken += n
         return taken
@@ -734,20 +791,23 @@ class LogWriter:
             if self._deflate_here and rows.n == self.chunk_rows and not rows.r0 % self.chunk_rows:
                 rows.compressed = [self._deflate(a) for a in rows.arrays]
             self._write(rows)
+            self._release(rows)
             self._flushed()
+            self._next_buffers()
             return
-        while not self._helper.has_free_slot:  # the helper is behind: wait for its oldest job
-            self._write_done(True, 1)
-        arrays = rows.arrays
+        parts = self._in_place(rows)[0]  # (the rows in the slot as they are; the rest copied)
         if rows.contacts is not None:  # the contacts' chunks too, when they fit in its slot
             extra = rows.contacts.chunk_arrays()
-            if sum(a.nbytes for a in arrays) + sum(a.nbytes for a in extra) <= \
+            if sum(a.nbytes for a in rows.arrays) + sum(a.nbytes for a in extra) <= \
                     self._helper.slot_in:
-                arrays = arrays + extra
+                parts += extra
                 rows.contacts.in_helper = True
-        self._helper.submit(arrays, self._gzip_level, self._shuffle)
+        self._helper.submit(parts, self._gzip_level, self._shuffle, slot=rows.slot,
+                            at=self.chunk_rows * self._width * 8)
+        rows.slot = None  # (result gives it back)
         self._jobs.append(rows)
         self._write_done(False)
+        self._next_buffers()  # (waiting for the helper's oldest job when it is behind)
 
     def _write_done(self, wait: bool, most: int = -1) -> None:
         """Write the rows of the helper's finished jobs, in order (all of them if `wait`, or at
@@ -998,6 +1058,7 @@ class _Rows:
     arrays: list
     contacts: _ContactPlan | None
     compressed: list | None = None
+    slot: int | None = None  # the helper's slot that holds their row array, until submitted
 
 
 # the contacts a row for which the helper's jobs have room (_contact_budget): a quadruped's feet
