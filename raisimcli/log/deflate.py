@@ -95,9 +95,9 @@ def deflate(data, itemsize: int, level: int) -> bytearray:
 
 def _gathered(view, offset: int, length: int, stride: int, piece: int):
     """A segment's `length` bytes of `view` (a memoryview of bytes) from `offset`: contiguous
-    when `stride` is 0, else `piece` bytes at every `stride` bytes (one dataset's columns of a
-    chunk's rows, which lie side by side with other datasets' in each row)."""
-    if not stride:
+    when `stride` (or `piece`) is 0, else `piece` bytes at every `stride` bytes (one dataset's
+    columns of a chunk's rows, which lie side by side with other datasets' in each row)."""
+    if not stride or not piece:
         return view[offset:offset + length]
     end = offset + length // piece * stride
     return b"".join([view[at:at + piece] for at in range(offset, end, stride)])

@@ -601,7 +601,7 @@ class LogWriter:
             piece = (cols[1] - cols[0]) * 8
             wholes.append(array[:, cols[0]:cols[1]].reshape((n,) + c.shape))
             parts.append((cols[0] * 8, n * piece, 8 if self._shuffle else 1,
-                          0 if piece == stride else stride, piece))
+                          0 if piece in (0, stride) else stride, piece))  # (0: no column)
         return parts, wholes
 
     def _release(self, rows: _Rows) -> None:
