@@ -112,6 +112,18 @@ def test_a_slot_filled_in_place_is_gathered_by_the_helper():
         helper.close()
 
 
+def test_closing_with_a_slot_still_viewed_keeps_its_memory():
+    """An array over a slot (input_array) that outlives the helper: close() leaves the shared
+    memory mapped for as long as the array holds it (the writer drops its own views first;
+    this is for a view kept elsewhere), and the array still reads what was written."""
+    helper = DeflateHelper(800, chunk_bound(800))
+    rows = helper.input_array(helper.take_slot(), np.float64, (10, 10))
+    rows[:] = np.arange(100.0).reshape(10, 10)
+    helper.close()
+    assert not helper.alive
+    assert rows.sum() == 4950.0
+
+
 def _writer(path, helper: bool, chunk_rows: int = 8):
     """A LogWriter with two channels (a float vector and an int scalar) fed from `state`."""
     state = {"k": 0}
