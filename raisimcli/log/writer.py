@@ -500,7 +500,7 @@ class LogWriter:
 
     def _plan_rows(self) -> None:
         """Where each channel's rows go: the float64 channels are column ranges of one array of
-        a chunk's rows (_rows_buffer), each robot's channels of its step record first and side by
+        a chunk's rows (_next_buffers), each robot's channels of its step record first and side by
         side, so that append copies them in one operation; other channels have their own
         array."""
         self._records: list[_RecordColumns] = []
