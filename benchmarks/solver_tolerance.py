@@ -7,6 +7,12 @@ cap, and how far the trajectory moves from the one at the tightest tolerance (th
 |q - q_ref| over the run: metres and radians mixed, and the largest |root z| difference, m).
 
     .venv/bin/python benchmarks/solver_tolerance.py
+
+With `--max-iterations`: the drop for a range of `world.contact_solver.max_iterations` at the
+default tolerance (whose steps from the landing until the robot stands still reach any cap: their
+impulses drift along a null direction of the Delassus matrix, docs/contacts.md), through
+`World.integrate` (the quick step a run takes): the time per step, the mean sweeps, and how far
+the trajectory moves from the one at 3000 sweeps.
 """
 
 import os
@@ -22,12 +28,21 @@ TOLERANCES = (1e-14, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
 STEPS = 1500
 
 
-def trajectory(name: str, tol: float):
+CAPS = (10, 25, 50, 100, 200, 400, 1000)
+REFERENCE_CAP = 3000
+
+
+def trajectory(name: str, tol: float, cap: int | None = None):
+    """(q at every step, sweeps at every step, seconds a step, the cap) of STEPS steps of the
+    scenario at tolerance `tol`; with `cap`, at that max_iterations, stepped by World.integrate
+    (else by integrate1 and integrate2)."""
     from raisimcli.scenario import load_scenario
     from raisimcli.scenario.runner import build_world
+    sets = (f"world.contact_solver.tolerance={tol!r}",)
+    if cap is not None:
+        sets += (f"world.contact_solver.max_iterations={cap}",)
     with tempfile.TemporaryDirectory() as d:
-        scn = load_scenario(os.path.join(ROOT, "scenarios", f"{name}.toml"),
-                            (f"world.contact_solver.tolerance={tol!r}",),
+        scn = load_scenario(os.path.join(ROOT, "scenarios", f"{name}.toml"), sets,
                             log_path=os.path.join(d, "x.h5"))
     w, drivers = build_world(scn)
     s = w.systems[0]
@@ -36,15 +51,40 @@ def trajectory(name: str, tol: float):
     for k in range(STEPS):
         for dr in drivers:
             dr.apply(k * w.dt)
-        w.integrate1()
-        w.integrate2()
+        if cap is None:
+            w.integrate1()
+            w.integrate2()
+        else:
+            w.integrate()
         qs.append(s.q.copy())
         its.append(s.solver_iterations)
     wall = (time.perf_counter() - t0) / STEPS
     return np.array(qs), np.array(its), wall, s.solver_max_iterations
 
 
+def caps() -> None:
+    """The drop for each max_iterations of CAPS, against REFERENCE_CAP."""
+    trajectory("quadruped_drop", 1e-12, 200)  # compile and warm
+    ref = trajectory("quadruped_drop", 1e-12, REFERENCE_CAP)[0]
+    print(f"quadruped_drop, {STEPS} steps, tolerance 1e-12, against max_iterations "
+          f"{REFERENCE_CAP}")
+    print(f"{'max_iterations':>14} {'us/step':>8} {'mean sweeps':>12} {'at the cap':>11} "
+          f"{'max |dq|':>10} {'max |dz| m':>11}")
+    for cap in CAPS:
+        best = None
+        for _ in range(3):  # (the best time of three runs; the trajectories are the same)
+            q, its, wall, _ = trajectory("quadruped_drop", 1e-12, cap)
+            best = wall if best is None else min(best, wall)
+        dq = float(np.max(np.abs(q - ref)))
+        dz = float(np.max(np.abs(q[:, 2] - ref[:, 2])))
+        print(f"{cap:14d} {best * 1e6:8.1f} {its.mean():12.1f} {int(np.sum(its >= cap)):11d} "
+              f"{dq:10.2e} {dz:11.2e}")
+
+
 def main() -> None:
+    if "--max-iterations" in sys.argv[1:]:
+        caps()
+        return
     for name in ("quadruped_drop", "quadruped_stand"):
         trajectory(name, 1e-12)  # compile and warm
         ref = None
