@@ -233,6 +233,59 @@ def test_rows_in_the_helpers_slots_make_the_same_log_as_without_it(tmp_path):
             assert raw == _libdeflate_chunk(x["c"][r0:r0 + 8]), r0
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_random_runs_make_the_same_log_with_the_helper_or_without(tmp_path, seed):
+    """Random layouts (float datasets of 0 to 4 columns side by side in the rows, and an
+    integer one), chunk sizes and sequences of rows and timed flushes, the helper killed
+    midway in half of them: the log holds the rows, and chunk for chunk the bytes of the
+    same log written without the helper."""
+    rng = np.random.default_rng(seed)
+    widths = [int(x) for x in rng.integers(0, 5, size=int(rng.integers(1, 5)))]
+    chunk_rows = int(rng.choice([4, 8, 16]))
+    ops = []
+    for _ in range(int(rng.integers(3, 10))):
+        ops.append(("rows", int(rng.integers(1, 3 * chunk_rows))))
+        if rng.random() < 0.3:
+            ops.append(("flush", 0))
+    kill_at = int(rng.integers(0, len(ops))) if seed % 2 else None
+    total = sum(n for op, n in ops if op == "rows")
+    logs = {}
+    for helper in (True, False):
+        path = logs[helper] = tmp_path / f"helper{helper}.h5"
+        state = {"k": 0}
+        w = LogWriter(str(path), scenario_text="", scenario_sha256="", config_json="{}",
+                      dt=0.001, decimation=1, compression="gzip", chunk_rows=chunk_rows,
+                      deflate_helper=helper)
+        for i, width in enumerate(widths):
+            w.channels.append(Channel(f"f{i}", (width,), lambda i=i, width=width: np.sin(
+                state["k"] * (i + 1) + np.arange(width, dtype=float)), "1"))
+        w.channels.append(Channel("n", (), lambda: state["k"] * 3, "1", dtype=np.int32))
+        w.start()
+        k = 0
+        for j, (op, n) in enumerate(ops):
+            if helper and j == kill_at and w._helper is not None:
+                os.kill(w._helper._proc.pid, signal.SIGKILL)  # (its jobs out: done here)
+                w._helper._proc.wait()
+            if op == "flush":
+                w.flush()
+            else:
+                _rows(w, state, k, k + n)
+                k += n
+        w.close("complete")
+    with h5py.File(logs[True]) as x, h5py.File(logs[False]) as y:
+        kk = np.arange(total)
+        for i, width in enumerate(widths):
+            expected = np.sin(kk[:, None] * (i + 1) + np.arange(width, dtype=float))
+            assert x[f"f{i}"].shape == (total, width)
+            assert x[f"f{i}"][()].tobytes() == expected.tobytes(), (i, widths, ops)
+        assert np.array_equal(x["n"][()], kk * 3)
+        for name in [f"f{i}" for i in range(len(widths)) if widths[i]] + ["n"]:
+            for r0 in range(0, total, chunk_rows):
+                offset = (r0,) + (0,) * (x[name].ndim - 1)
+                assert x[name].id.read_direct_chunk(offset) == \
+                    y[name].id.read_direct_chunk(offset), (name, r0, widths, ops)
+
+
 @pytest.mark.parametrize("helper", [True, False])
 def test_a_row_cut_short_by_an_exception_is_left_out(tmp_path, helper):
     """A channel's read raises halfway through a row (after the first channel was read): the
