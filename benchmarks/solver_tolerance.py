@@ -9,8 +9,9 @@ cap, and how far the trajectory moves from the one at the tightest tolerance (th
     .venv/bin/python benchmarks/solver_tolerance.py
 
 With `--max-iterations`: the drop for a range of `world.contact_solver.max_iterations` at the
-default tolerance (whose steps from the landing until the robot stands still reach any cap: their
-impulses drift along a null direction of the Delassus matrix, docs/contacts.md), through
+default tolerance (its steps from the landing until the robot stands still take hundreds of
+sweeps, some of them any number: their impulses drift along a null direction of the Delassus
+matrix, docs/contacts.md), through
 `World.integrate` (the quick step a run takes): the time per step, the mean sweeps, and how far
 the trajectory moves from the one at 3000 sweeps.
 """
