@@ -136,6 +136,17 @@ def _writer(path, helper: bool, chunk_rows: int = 8):
     return w, state
 
 
+def _float_writer(path, helper: bool, widths, state, f, chunk_rows: int = 8):
+    """A LogWriter (not started) with float channels f0, f1, ...: channel i of widths[i]
+    columns, f(k (i + 1) + [0, 1, ...]) at state["k"] = k."""
+    w = LogWriter(str(path), scenario_text="", scenario_sha256="", config_json="{}", dt=0.001,
+                  decimation=1, compression="gzip", chunk_rows=chunk_rows, deflate_helper=helper)
+    for i, width in enumerate(widths):
+        w.channels.append(Channel(f"f{i}", (width,), lambda i=i, width=width: f(
+            state["k"] * (i + 1) + np.arange(width, dtype=float)), "1"))
+    return w
+
+
 def _rows(w, state, k0, k1):
     for k in range(k0, k1):
         state["k"] = k
@@ -233,6 +244,49 @@ def test_rows_in_the_helpers_slots_make_the_same_log_as_without_it(tmp_path):
             assert raw == _libdeflate_chunk(x["c"][r0:r0 + 8]), r0
 
 
+@pytest.mark.parametrize("busy", [False, True])
+def test_the_last_chunk_is_shared_with_the_helper_only_when_free(tmp_path, monkeypatch, busy):
+    """Closing the log compresses the last chunk in the run's process and, whenever the helper
+    has nothing left to do, hands it a share of the channels not yet begun (from the last): a
+    free helper takes some but not all of them; a helper that stays busy with the chunks before
+    takes none. Either way every chunk holds the bytes of the log written without the helper."""
+    submits = []
+    real_submit = DeflateHelper.submit
+
+    def spy(self, chunks, level, shuffle=True, **kw):
+        submits.append((len(chunks), kw.get("keep_slot", False)))
+        return real_submit(self, chunks, level, shuffle, **kw)
+
+    monkeypatch.setattr(DeflateHelper, "submit", spy)
+    if busy:  # (its answers never seem ready: the run's process compresses the whole chunk,
+        # then waits for the chunks before)
+        monkeypatch.setattr(DeflateHelper, "ready", lambda self: not self.alive)
+    widths = (3, 1, 2, 4, 1, 5)
+    logs = {}
+    for helper in (True, False):
+        path = logs[helper] = tmp_path / f"helper{helper}.h5"
+        state = {"k": 0}
+        w = _float_writer(path, helper, widths, state, np.cos)
+        w.start()
+        _rows(w, state, 0, 21)  # chunks 0 and 1 to the helper, 5 rows left
+        if helper and not busy:
+            w._write_done(True)  # (the helper done with them: free at the close)
+        w.close("complete")
+    shares = [n for n, keep in submits if keep]
+    if busy:
+        assert shares == []
+    else:
+        assert shares and 0 < sum(shares) < len(widths), submits
+    with h5py.File(logs[True]) as x, h5py.File(logs[False]) as y:
+        for i in range(len(widths)):
+            assert x[f"f{i}"].shape == (21, widths[i])
+            for r0 in (0, 8, 16):
+                assert x[f"f{i}"].id.read_direct_chunk((r0, 0)) == \
+                    y[f"f{i}"].id.read_direct_chunk((r0, 0)), (i, r0)
+            assert x[f"f{i}"][16:].tobytes() == np.cos(
+                np.arange(16, 21)[:, None] * (i + 1) + np.arange(widths[i])).tobytes()
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_random_runs_make_the_same_log_with_the_helper_or_without(tmp_path, seed):
     """Random layouts (float datasets of 0 to 4 columns side by side in the rows, and an
@@ -253,12 +307,7 @@ def test_random_runs_make_the_same_log_with_the_helper_or_without(tmp_path, seed
     for helper in (True, False):
         path = logs[helper] = tmp_path / f"helper{helper}.h5"
         state = {"k": 0}
-        w = LogWriter(str(path), scenario_text="", scenario_sha256="", config_json="{}",
-                      dt=0.001, decimation=1, compression="gzip", chunk_rows=chunk_rows,
-                      deflate_helper=helper)
-        for i, width in enumerate(widths):
-            w.channels.append(Channel(f"f{i}", (width,), lambda i=i, width=width: np.sin(
-                state["k"] * (i + 1) + np.arange(width, dtype=float)), "1"))
+        w = _float_writer(path, helper, widths, state, np.sin, chunk_rows)
         w.channels.append(Channel("n", (), lambda: state["k"] * 3, "1", dtype=np.int32))
         w.start()
         k = 0

@@ -204,7 +204,7 @@ class DeflateHelper:
             os.close(fd)
         self._view = memoryview(self._map)
         self._free = list(range(slots))
-        self._out = collections.deque()  # (slot, [(input offset, length, itemsize)]) submitted
+        self._out = collections.deque()  # (slot, its segments, keep_slot) submitted
         self.alive = True
 
     @property
@@ -231,15 +231,17 @@ class DeflateHelper:
                               offset=slot * (self.slot_in + self.slot_out)).reshape(shape)
 
     def submit(self, chunks: list, level: int, shuffle: bool = True, *, slot: int | None = None,
-               at: int = 0) -> None:
+               at: int = 0, out_at: int = 0, keep_slot: bool = False) -> None:
         """Hand a job to the helper: `chunks`, each one whole chunk, as a numpy array (copied
         into the slot's input area, from byte `at` on, in C order) or, in a `slot` filled in
         place (take_slot), as a segment of bytes already in its input area: (offset there,
         length, element size, stride, piece), see _gathered. Without `slot`, a free slot is
         taken (call only when has_free_slot). Each chunk is shuffled by its element size (an
         array's when `shuffle`; a segment carries its own) and deflated at `level`; result()
-        gives them back in this order. Their sizes sum to at most input_bytes. A helper that is
-        gone is noticed by result()."""
+        gives them back in this order. Their sizes sum to at most input_bytes. The helper writes
+        them into the slot's output area from byte `out_at` on. With `keep_slot`, result() does
+        not free the slot: its owner may hand it several jobs (each its own part of the output
+        area) and gives it back with release(). A helper that is gone is noticed by result()."""
         if slot is None:
             slot = self._free.pop()
         base = slot * (self.slot_in + self.slot_out)
@@ -256,9 +258,10 @@ class DeflateHelper:
                 self._view[offset:offset + n] = memoryview(a).cast("B")  # (see deflate)
             segments.append((offset, n, a.itemsize if shuffle else 1, 0, 0))
             offset += n
-        self._out.append((slot, segments))
+        self._out.append((slot, segments, keep_slot))
         if self.alive:
-            job = _JOB.pack(slot, level, base + self.slot_in, self.slot_out, len(segments))
+            job = _JOB.pack(slot, level, base + self.slot_in + out_at, self.slot_out - out_at,
+                            len(segments))
             try:
                 self._proc.stdin.write(job + b"".join(_SEGMENT.pack(*s) for s in segments))
             except (OSError, ValueError):
@@ -272,7 +275,7 @@ class DeflateHelper:
         """The compressed chunks of the oldest job out, in submit's order, waiting for them.
         Should the helper be gone (or have answered -1), they are deflated here from the slot's
         input, with the same function."""
-        slot, segments = self._out.popleft()
+        slot, segments, keep_slot = self._out.popleft()
         parts = [(0, -1)] * len(segments)
         if self.alive:
             fd = self._proc.stdout.fileno()
@@ -289,7 +292,8 @@ class DeflateHelper:
                                    level))
             else:
                 out.append(bytes(self._view[offset:offset + length]))
-        self._free.append(slot)
+        if not keep_slot:
+            self._free.append(slot)
         return out
 
     def close(self) -> None:

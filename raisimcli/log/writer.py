@@ -45,6 +45,10 @@ FORMAT = "raisimcli-log"
 FORMAT_VERSION = 2  # 2: every axis has a dimension scale; units are CF strings (docs/log.md)
 STATUSES = ("running", "complete", "diverged", "interrupted", "error")
 FLUSH_SECONDS = 2.0   # wall time between two flushes to disk, at most (and after every chunk)
+# the share of a last chunk's bytes not yet compressed that the helper takes when it has nothing
+# left to do (_compress_alongside): about what it compresses while the run's process does the
+# rest, since it is slower while both work (measured on the 2-core development VM)
+_HELPER_SHARE = 0.4
 PARTIAL = ".partial-"  # NAME.h5.partial-PID: the file of a run under way (or killed)
 _STR = h5py.string_dtype()
 
@@ -717,13 +721,14 @@ class LogWriter:
         self._guard(self._flush)
 
     def _flush(self) -> None:
-        self._write_done(True)
         rows = self._take()
-        if rows is not None:
-            if self._helper is not None and rows.r0 % self.chunk_rows == 0:
-                self._compress_together(rows)
-            elif self._deflate_here and rows.r0 % self.chunk_rows == 0:
+        if rows is not None and rows.r0 % self.chunk_rows == 0:
+            if self._helper is not None:  # (while the helper ends the chunks it has)
+                self._compress_alongside(rows)
+            elif self._deflate_here:
                 rows.compressed = [self._deflate(a) for a in self._padded(rows)]
+        self._write_done(True)  # (the rows before these first)
+        if rows is not None:
             self._write(rows)
             self._release(rows)
             self._next_buffers()
@@ -746,22 +751,60 @@ class LogWriter:
         self.f.flush()
         self._last_flush = time.monotonic()
 
-    def _compress_together(self, rows: _Rows) -> None:
+    def _compress_alongside(self, rows: _Rows) -> None:
         """Compress a chunk's rows now (a last or a timed flush, whose writing waits for it),
-        half of the channels (by size) in the helper and half here at the same time. A partial
-        chunk is padded with zeros to the chunk's rows, as HDF5 pads the chunks at a dataset's
-        end (the rows past its extent are never read)."""
+        here and in the helper at the same time. A partial chunk is padded with zeros to the
+        chunk's rows, as HDF5 pads the chunks at a dataset's end (the rows past its extent are
+        never read).
+
+        The helper may still be compressing the chunks before (at the end of a run it is
+        often one chunk behind). The channels are compressed here one after the other from the
+        first, and each time the helper has nothing left to do it takes a share of those not
+        begun from the last (_HELPER_SHARE of their bytes, each job its own part of the slot's
+        output area); the chunks before are written as they come back. Where each channel is
+        compressed does not change its bytes (log/deflate.py)."""
+        from raisimcli.log.deflate import chunk_bound
+        helper = self._helper
         parts, wholes = self._in_place(rows)
-        sizes = [part[1] if isinstance(part, tuple) else part.nbytes for part in parts]
-        total, half, k = sum(sizes), 0, 0
-        while k < len(parts) and 2 * (half + sizes[k]) <= total:
-            half += sizes[k]
-            k += 1
-        self._helper.submit(parts[:k], self._gzip_level, self._shuffle, slot=rows.slot,
-                            at=self.chunk_rows * self._width * 8)
-        here = [self._deflate(whole) for whole in wholes[k:]]
-        rows.slot = None  # (result gives it back)
-        rows.compressed = self._helper.result(self._gzip_level) + here
+        # the channels whose rows lie in the slot may go to the helper; the others (their own
+        # arrays) are compressed here, first
+        order = [k for k, p in enumerate(parts) if not isinstance(p, tuple)] + \
+            [k for k, p in enumerate(parts) if isinstance(p, tuple)]
+        out = [None] * len(parts)
+        first, end = 0, len(order)  # here from `first`, the helper's from `end` down
+        given = collections.deque()  # the helper's jobs of these rows: their channels
+        out_at = 0  # where the next job's output goes in the slot's output area
+        while True:
+            self._write_done(False)  # (the chunks before, as the helper ends them)
+            while given and helper.ready():
+                for k, c in zip(given.popleft(), helper.result(self._gzip_level)):
+                    out[k] = c
+            if first < end and not self._jobs and not given and helper.alive:
+                left = sum(parts[order[x]][1] for x in range(first, end)
+                           if isinstance(parts[order[x]], tuple))
+                share, start = 0, end
+                while start > first and isinstance(parts[order[start - 1]], tuple) and \
+                        (start == end or share + parts[order[start - 1]][1] <=
+                         _HELPER_SHARE * left):
+                    start -= 1
+                    share += parts[order[start]][1]
+                if start < end:
+                    job = order[start:end]
+                    helper.submit([parts[k] for k in job], self._gzip_level, self._shuffle,
+                                  slot=rows.slot, out_at=out_at, keep_slot=True)
+                    out_at += sum(chunk_bound(parts[k][1]) for k in job)
+                    given.append(job)
+                    end = start
+            if first < end:
+                k = order[first]
+                out[k] = self._deflate(wholes[k])
+                first += 1
+            elif not given:
+                break
+            else:  # (nothing left here: wait for the helper)
+                for k, c in zip(given.popleft(), helper.result(self._gzip_level)):
+                    out[k] = c
+        rows.compressed = out
 
     def _take(self) -> _Rows | None:
         """The buffered rows as arrays (None when there are none); the buffers are emptied."""
