@@ -23,18 +23,53 @@ which hand a loop many arrays as one argument (see theirs).
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
 import os
 import sys
 import warnings
 import weakref
 
-import numba
-import numpy as np
-from numba import njit, types
-from numba.core import caching, cgutils
-from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic, overload
-from numba.np.arrayobj import make_array, populate_array
+
+class _WithoutScipyLinalg(importlib.abc.MetaPathFinder):
+    """An import finder that answers "no such module" for scipy.linalg and its submodules."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy.linalg" or name.startswith("scipy.linalg."):
+            raise ModuleNotFoundError(f"No module named {name!r} (while numba starts)", name=name)
+        return None
+
+
+def _start_numba() -> None:
+    """Import numba's array functions without letting them import scipy.linalg.
+
+    When numba first compiles or loads a compiled function it imports `numba.np.arraymath`,
+    which imports `scipy.linalg` (0.12 s, a tenth of a `raisimcli run` from start to exit) only
+    to learn whether a BLAS is there for `np.correlate` and `np.convolve` in compiled code. Our
+    compiled loops call neither (nor any BLAS: their algebra is our own loops, in a fixed order),
+    so that module is imported here with scipy.linalg out of reach: its check then answers no,
+    and numba's compiled `np.correlate` and `np.convolve` would use their own loop. Any other
+    use of scipy.linalg, numba's included (`np.dot` and `np.linalg` in compiled code import it
+    when compiled), imports it as usual once this function has returned. Nothing changes when
+    scipy.linalg is already imported (then numba uses it)."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    finder = _WithoutScipyLinalg()
+    sys.meta_path.insert(0, finder)
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        sys.meta_path.remove(finder)
+
+
+_start_numba()
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba import njit, types  # noqa: E402
+from numba.core import caching, cgutils  # noqa: E402
+from numba.core.imputils import impl_ret_borrowed  # noqa: E402
+from numba.extending import intrinsic, overload  # noqa: E402
+from numba.np.arrayobj import make_array, populate_array  # noqa: E402
 
 _ROOT = os.path.dirname(os.path.abspath(__file__))
 _MARK = b"\n@kernel"  # the decorator at the start of a line, in a file of compiled loops

@@ -109,3 +109,43 @@ def test_the_loops_run_without_numba_s_reference_counting():
     assert len(loops) > 50
     assert all(f.targetoptions.get("_nrt") is False for f in loops), \
         [f.py_func.__qualname__ for f in loops if f.targetoptions.get("_nrt") is not False]
+
+
+SCIPY_LINALG_LEFT_OUT = """
+import sys
+import numpy as np
+import raisimcli.jit
+assert "scipy.linalg" not in sys.modules
+from raisimcli.scenario import load_scenario, run
+scn = load_scenario(sys.argv[1], (), duration=0.02, log_path=sys.argv[2])
+assert run(scn).status == "complete"
+print("scipy.linalg" in sys.modules)
+"""
+
+NUMBA_BLAS_AFTER = """
+import numpy as np
+import raisimcli.jit
+from numba import njit
+a, b = np.arange(1.0, 13.0).reshape(3, 4), np.linspace(-1.0, 2.0, 20).reshape(4, 5)
+u, v = np.array([1.0, -2.0, 0.5, 3.0]), np.array([0.25, 4.0, -1.0])
+assert np.array_equal(njit(lambda x, y: np.dot(x, y))(a, b), np.dot(a, b))
+assert np.allclose(njit(lambda x, y: np.convolve(x, y))(u, v), np.convolve(u, v), 0, 1e-15)
+print("ok")
+"""
+
+
+def test_a_run_does_not_import_scipy_linalg(tmp_path):
+    """numba's array functions are imported without scipy.linalg (raisimcli/jit.py's
+    _start_numba: 0.12 s of a command's start), and nothing else of a run imports it."""
+    scenario = os.path.join(os.path.dirname(PACKAGE), "scenarios", "quadruped_pd.toml")
+    out = subprocess.run([sys.executable, "-c", SCIPY_LINALG_LEFT_OUT, scenario,
+                          str(tmp_path / "log.h5")], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"]
+
+
+def test_numba_s_blas_functions_still_work_in_a_process_that_imported_the_loops():
+    """Other compiled code of the same process keeps numba's np.dot (through scipy's BLAS,
+    imported when it is compiled) and np.convolve (numba's own loop then)."""
+    out = subprocess.run([sys.executable, "-c", NUMBA_BLAS_AFTER], capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.split() == ["ok"]
