@@ -26,15 +26,21 @@ import hashlib
 import importlib.abc
 import os
 import sys
+import threading
 import warnings
 import weakref
 
 
 class _WithoutScipyLinalg(importlib.abc.MetaPathFinder):
-    """An import finder that answers "no such module" for scipy.linalg and its submodules."""
+    """An import finder that answers "no such module" for scipy.linalg and its submodules to
+    the thread that made it (another thread's imports go on as usual meanwhile)."""
+
+    def __init__(self):
+        self.thread = threading.get_ident()
 
     def find_spec(self, name, path=None, target=None):
-        if name == "scipy.linalg" or name.startswith("scipy.linalg."):
+        if (name == "scipy.linalg" or name.startswith("scipy.linalg.")) and \
+                threading.get_ident() == self.thread:
             raise ModuleNotFoundError(f"No module named {name!r} (while numba starts)", name=name)
         return None
 

@@ -149,3 +149,20 @@ def test_numba_s_blas_functions_still_work_in_a_process_that_imported_the_loops(
     out = subprocess.run([sys.executable, "-c", NUMBA_BLAS_AFTER], capture_output=True,
                          text=True, check=True)
     assert out.stdout.split() == ["ok"]
+
+
+def test_the_finder_refuses_scipy_linalg_to_its_own_thread_only():
+    """While numba's array functions are imported, another thread of the process may import
+    scipy.linalg: the finder refuses it only to the thread that imports them."""
+    import threading
+
+    from raisimcli.jit import _WithoutScipyLinalg
+    finder = _WithoutScipyLinalg()
+    with pytest.raises(ModuleNotFoundError):
+        finder.find_spec("scipy.linalg.cython_blas")
+    assert finder.find_spec("scipy") is None and finder.find_spec("numba.np") is None
+    seen = []
+    other = threading.Thread(target=lambda: seen.append(finder.find_spec("scipy.linalg")))
+    other.start()
+    other.join()
+    assert seen == [None]
