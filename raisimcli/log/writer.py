@@ -766,10 +766,10 @@ class LogWriter:
         from raisimcli.log.deflate import chunk_bound
         helper = self._helper
         parts, wholes = self._in_place(rows)
-        # the channels whose rows lie in the slot may go to the helper; the others (their own
-        # arrays) are compressed here, first
-        order = [k for k, p in enumerate(parts) if not isinstance(p, tuple)] + \
-            [k for k, p in enumerate(parts) if isinstance(p, tuple)]
+        # the channels whose rows lie in the slot (segments) may go to the helper; the others
+        # (their own arrays) are compressed here, first
+        own = [k for k, p in enumerate(parts) if not isinstance(p, tuple)]
+        order = own + [k for k, p in enumerate(parts) if isinstance(p, tuple)]
         out = [None] * len(parts)
         first, end = 0, len(order)  # here from `first`, the helper's from `end` down
         given = collections.deque()  # the helper's jobs of these rows: their channels
@@ -779,22 +779,20 @@ class LogWriter:
             while given and helper.ready():
                 for k, c in zip(given.popleft(), helper.result(self._gzip_level)):
                     out[k] = c
-            if first < end and not self._jobs and not given and helper.alive:
-                left = sum(parts[order[x]][1] for x in range(first, end)
-                           if isinstance(parts[order[x]], tuple))
+            lowest = max(first, len(own))  # (the segments not begun)
+            if lowest < end and not self._jobs and not given and helper.alive:
+                left = sum(parts[order[x]][1] for x in range(lowest, end))
                 share, start = 0, end
-                while start > first and isinstance(parts[order[start - 1]], tuple) and \
-                        (start == end or share + parts[order[start - 1]][1] <=
-                         _HELPER_SHARE * left):
+                while start > lowest and (start == end or share + parts[order[start - 1]][1] <=
+                                          _HELPER_SHARE * left):
                     start -= 1
                     share += parts[order[start]][1]
-                if start < end:
-                    job = order[start:end]
-                    helper.submit([parts[k] for k in job], self._gzip_level, self._shuffle,
-                                  slot=rows.slot, out_at=out_at, keep_slot=True)
-                    out_at += sum(chunk_bound(parts[k][1]) for k in job)
-                    given.append(job)
-                    end = start
+                job = order[start:end]  # (one segment at least)
+                helper.submit([parts[k] for k in job], self._gzip_level, self._shuffle,
+                              slot=rows.slot, out_at=out_at, keep_slot=True)
+                out_at += sum(chunk_bound(parts[k][1]) for k in job)
+                given.append(job)
+                end = start
             if first < end:
                 k = order[first]
                 out[k] = self._deflate(wholes[k])
