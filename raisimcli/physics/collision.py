@@ -517,21 +517,20 @@ RIM_SAMPLES = coal.ContactPatchRequest().getNumSamplesCurvedShapes()  # (coal's:
 def _cylinder_entries(poses, s, extent, h, margin, point, distance, n, cloud, ints):
     """The contacts of cylinder s (radius extent[s, 0], half length extent[s, 1], its axis the
     pose's z) with the ground at height h, as coal 3.0 answers them (coal.collide, then
-    computeContactPatch with the default request), into rows n, ... (up to four) of `point`
-    and `distance`; returns how many (0 when its lowest point is farther than `margin`). With d
-    the direction -z in the cylinder's frame, its lowest point is on the rim of the end cap
-    towards d, at the radius along d's (x, y); coal's support set then holds the points
-    (r d_x, r d_y, -+h_l) of the two caps whose height (along d) is within the patch tolerance
-    of the lowest (coal's
-    points: at r times d's (x, y), which are a little inside the rim when the axis is not
-    level), or the two points (+-r d_x, +-r d_y) of the lower cap when both are (a face). Two
-    such points are the contacts (the lower cap's first), each at its x, y and at the height
+    computeContactPatch with the default request), into rows n, ... (up to four) of `point` and
+    `distance`; returns how many (0 when its lowest point is farther than `margin`). With d the
+    direction -z in the cylinder's frame, its lowest point is on the rim of the end cap towards
+    d, at the radius along d's (x, y); coal's support set then holds the points (r d_x, r d_y,
+    -+h_l) of the two caps whose height (along d) is within the patch tolerance of the lowest
+    (coal's points: at r times d's (x, y), which are a little inside the rim when the axis is
+    not level), or the two points (+-r d_x, +-r d_y) of the lower cap when both are (a face).
+    Two such points are the contacts (the lower cap's first), each at its x, y and at the height
     midway between the lowest point and the ground; with one, the contact is the lowest point
     itself, at that height. On a face, coal's patch is the face's rim at RIM_SAMPLES angles
     i 2 pi / RIM_SAMPLES from the cylinder's x axis, in that order, of which reduce_patch keeps
-    four (_kept_index). Each has the lowest point's signed distance. Within coal's rounding
-    and its cylinder taken larger by 1e-10 of its size (tests/test_contacts.py compares the
-    two). `cloud`, `ints`: _mesh_entries' scratch."""
+    four (_kept_index). Each has the lowest point's signed distance. Within coal's rounding and its
+    cylinder taken larger by 1e-10 of its size (tests/test_contacts.py compares the two).
+    `cloud`, `ints`: _mesh_entries' scratch."""
     r, hl = extent[s, 0], extent[s, 1]
     d0, d1, d2 = -poses[s, 2, 0], -poses[s, 2, 1], -poses[s, 2, 2]  # (R^T (0, 0, -1))
     nxy = math.sqrt(d0 * d0 + d1 * d1)
