@@ -4,9 +4,10 @@ each row; this one is the scoreboard.
 
     python benchmarks/goals.py [--first-run]
 
---first-run also times the first run of a fresh copy of the package on the standing quadruped
-(numba compiling every loop: about 15 s with the helper process of raisimcli/warmup.py, 22 s
-without; a robot in the air compiles less: 10 and 16 s), which the table otherwise leaves out.
+--first-run also times the first run of a fresh copy of the package on the standing quadruped,
+which the table otherwise leaves out: with the machine code the package ships
+(raisimcli/precompiled.py), and compiling every loop without it (about 15 s with the helper
+process of raisimcli/warmup.py, 22 s without).
 """
 
 import argparse
@@ -206,14 +207,16 @@ main()
 """
 
 
-def first_run(helper: bool = True, command: list = COMMAND) -> tuple:
+def first_run(helper: bool = True, command: list = COMMAND, shipped: bool = True) -> tuple:
     """(the first run of a fresh copy of the package, the second), seconds, of `command` (the
     standing quadruped's); `helper`: with the helper process that compiles part of the step
-    meanwhile (raisimcli/warmup.py), as users get it on a machine with two CPUs or more."""
+    meanwhile (raisimcli/warmup.py), as users get it on a machine with two CPUs or more;
+    `shipped`: with the package's machine code (raisimcli/precompiled.py), else compiling."""
     with tempfile.TemporaryDirectory() as d:
         shutil.copytree(os.path.join(ROOT, "raisimcli"), os.path.join(d, "raisimcli"),
                         ignore=shutil.ignore_patterns("__pycache__"))
-        env = {**os.environ, "PYTHONPATH": d, "RAISIMCLI_WARM_UP": "1" if helper else "0"}
+        env = {**os.environ, "PYTHONPATH": d, "RAISIMCLI_WARM_UP": "1" if helper else "0",
+               "RAISIMCLI_PRECOMPILED": "1" if shipped else "0"}
         out = os.path.join(d, "log.h5")
         times = []
         for _ in range(2):
@@ -227,7 +230,8 @@ def first_run(helper: bool = True, command: list = COMMAND) -> tuple:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--first-run", action="store_true",
-                    help="also time a fresh copy's first run (numba compiling: about 19 s, and "
+                    help="also time a fresh copy's first run (with the shipped machine code, "
+                         "and compiling without it: about 19 s, and "
                          "30 s without the helper)")
     args = ap.parse_args()
     rows = []  # (goal, ours, reference, unit, ratio, kind, limit)
@@ -251,8 +255,10 @@ def main():
     ratio("raisimcli run, the process vs its wall time", *whole_command(), "s", None)
     if args.first_run:
         ratio("first run in a fresh copy vs cached", *first_run(), "s", None)
-        ratio("  the same without the helper (one CPU)", *first_run(helper=False), "s", None)
         ratio("  the README's command (in the air), reported", *first_run(command=AIR), "s", None)
+        ratio("  compiling (without the shipped code)", *first_run(shipped=False), "s", None)
+        ratio("  compiling without the helper (one CPU)",
+              *first_run(helper=False, shipped=False), "s", None)
     print(f"{'goal':<46} {'ours':>9} {'reference':>10} {'':<3} {'ratio':>8} {'goal':>7}  met")
     for goal, o, ref, unit, value, kind, limit in rows:
         shown = f"{value:7.2f}x" if kind == "x" else f"{value:+7.0f}%"

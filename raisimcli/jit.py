@@ -81,10 +81,15 @@ _ROOT = os.path.dirname(os.path.abspath(__file__))
 _MARK = b"\n@kernel"  # the decorator at the start of a line, in a file of compiled loops
 
 
+_FOLDERS: list = []  # the package's folders with files of compiled loops, relative ("" its own)
+
+
 def _digest() -> bytes:
     """sha256 over the relative path and the content of every .py file of the package that
-    holds a compiled loop, and of this one, in sorted order."""
+    holds a compiled loop, and of this one, in sorted order (and those files' folders into
+    _FOLDERS)."""
     h = hashlib.sha256()
+    folders = set()
     for dirpath, dirnames, files in os.walk(_ROOT):
         dirnames.sort()
         for name in sorted(files):
@@ -94,9 +99,12 @@ def _digest() -> bytes:
             with open(path, "rb") as f:
                 data = f.read()
             if _MARK in data or path == os.path.abspath(__file__):
-                rel = os.path.relpath(path, _ROOT).replace(os.sep, "/").encode()
-                h.update(len(rel).to_bytes(8, "little") + rel)
+                rel = os.path.relpath(path, _ROOT).replace(os.sep, "/")
+                h.update(len(rel).to_bytes(8, "little") + rel.encode())
                 h.update(len(data).to_bytes(8, "little") + data)
+                if _MARK in data:
+                    folders.add(os.path.dirname(rel))
+    _FOLDERS[:] = sorted(folders)
     return h.digest()
 
 
@@ -158,6 +166,13 @@ _install()
 # fastmath LLVM keeps every floating-point operation and its order at any level (the golden logs
 # compare at rtol 0).
 _OPT = None if "NUMBA_OPT" in os.environ else 1
+
+
+# the shipped machine code of the loops, added to numba's cache when it applies (precompiled.py)
+if _INSTALLED:
+    from raisimcli import precompiled  # noqa: E402
+
+    precompiled.install(_INSTALLED, _PackageStamp.digest, _FOLDERS, _OPT)
 
 
 def _at_our_level(compile_):

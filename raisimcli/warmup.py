@@ -171,7 +171,8 @@ def record(scenario: str) -> list:
     functions as (depth in the compile tree, dotted name, pickled argument types, start s,
     seconds) in the order they were compiled."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "cache"), RAISIMCLI_WARM_UP="0")
+        env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "cache"), RAISIMCLI_WARM_UP="0",
+                   RAISIMCLI_PRECOMPILED="0")  # (everything compiled: raisimcli.precompiled)
         done = subprocess.run([sys.executable, "-c", _RECORD, scenario,
                                os.path.join(tmp, "log.h5")], env=env, capture_output=True,
                               text=True, check=True)

@@ -23,6 +23,12 @@ one every x86-64 processor runs, so that a log is the same bit for bit on a mach
 one without (raisimcli.libm). That costs one more start of the interpreter, about 25 ms, which only
 `run`, `sweep` and `inspect` pay (not their `--help`). Only the program itself does it (the console
 script or `python -m raisimcli`), never a Python program that calls main().
+
+Before that, main() sets NUMBA_CPU_NAME=generic unless the environment sets it or numba is
+imported already: numba then compiles the loops for a generic x86-64 processor, the machine code
+the package ships (raisimcli.precompiled), so that a first run loads them instead of compiling
+them. The loops give the same bits for it as for the machine's own processor
+(tests/test_determinism.py), and ran as fast on our machine (benchmarks/README.md).
 """
 
 import os
@@ -65,6 +71,8 @@ def install_signal_handlers() -> None:
 
 def main() -> None:
     global QUICK_EXIT
+    if "numba" not in sys.modules:  # (numba reads it when imported; its processor is fixed then)
+        os.environ.setdefault("NUMBA_CPU_NAME", "generic")
     install_signal_handlers()  # (before the new start too: exec gives the new image the defaults)
     try:
         _with_baseline_libm()

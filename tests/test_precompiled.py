@@ -1,0 +1,170 @@
+"""The machine code of the compiled loops shipped with the package (raisimcli/precompiled.py): made
+from these sources, loaded by a first run in a fresh copy (nothing compiled, the golden logs'
+bits), added to numba's cache beside what is there, and left alone when it does not apply."""
+
+import io
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT, SCENARIOS
+from raisimcli import precompiled
+from raisimcli.cli.main import cli
+
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+NAMES = sorted(f[:-5] for f in os.listdir(SCENARIOS) if f.endswith(".toml"))
+WRITE_AGAIN = "python -m raisimcli.precompiled --write"
+
+# the conditions a process started as the `raisimcli` command has (a generic processor)
+CONDITIONS = """
+import json
+import raisimcli.jit as jit
+from raisimcli.precompiled import _conditions
+print(json.dumps(_conditions(jit._PackageStamp.digest, jit._OPT)))
+"""
+
+
+def _header() -> dict:
+    import tarfile
+    with tarfile.open(precompiled.ARCHIVE, "r:xz") as tar:
+        first = tar.next()
+        assert first.name == "header.json"
+        return json.loads(tar.extractfile(first).read())
+
+
+def _members() -> dict:
+    import tarfile
+    with tarfile.open(precompiled.ARCHIVE, "r:xz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}
+
+
+def _without_numba_variables() -> dict:
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("NUMBA_") and k != "RAISIMCLI_PRECOMPILED"}
+
+
+def test_the_shipped_machine_code_is_made_from_these_sources():
+    # a change to a file of compiled loops (or to numba, Python, the loops' level) makes it
+    # stale: a first run would compile again
+    env = dict(_without_numba_variables(), NUMBA_CPU_NAME="generic")
+    here = json.loads(subprocess.run([sys.executable, "-c", CONDITIONS], env=env, cwd=ROOT,
+                                     capture_output=True, text=True, check=True).stdout)
+    shipped = _header()["conditions"]
+    if shipped["numba"] != here["numba"] or shipped["python"] != here["python"]:
+        pytest.skip(f"made for numba {shipped['numba']} on {shipped['python']}; this is numba "
+                    f"{here['numba']} on {here['python']} (CI installs .ci/constraints.txt)")
+    assert shipped == here, f"the shipped machine code is stale: {WRITE_AGAIN}"
+
+
+def test_a_first_run_in_a_fresh_copy_compiles_nothing_and_gives_the_golden_bits(tmp_path):
+    # every shipped scenario, run by the command in a copy of the package without any cache:
+    # the shipped entries are loaded (numba's cache log says "data loaded" and never "data
+    # saved"), and each log is its golden log bit for bit
+    if _header()["conditions"]["digest"] != __import__("raisimcli.jit").jit._digest().hex():
+        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
+    copy = tmp_path / "copy"
+    shutil.copytree(os.path.join(ROOT, "raisimcli"), copy / "raisimcli",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "logs"
+    env = dict(_without_numba_variables(), PYTHONPATH=str(copy), NUMBA_DEBUG_CACHE="1")
+    done = subprocess.run([sys.executable, "-m", "raisimcli", "run",
+                           *[os.path.join(SCENARIOS, f"{n}.toml") for n in NAMES],
+                           "-q", "--duration", "0.2", "-o", f"{out}{os.sep}"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert str(copy / "raisimcli") in done.stdout  # (the copy's cache, not the checkout's)
+    assert "data loaded" in done.stdout
+    assert "data saved" not in done.stdout, \
+        [line for line in done.stdout.splitlines() if "data saved" in line][:5]
+    for name in NAMES:
+        r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, f"{name}.h5"),
+                                     str(out / f"{name}.h5"), "--rtol", "0", "--atol", "0",
+                                     "--max-report", "5"])
+        assert r.exit_code == 0, f"{name}:\n{r.output}"
+
+
+@pytest.fixture
+def generic(monkeypatch, tmp_path):
+    """This process as one started as the command (numba's settings for a generic processor,
+    no other NUMBA_ variable), with numba's cache in tmp_path/cache; the arguments of
+    precompiled.install as raisimcli.jit gives them."""
+    from numba.core import config
+
+    import raisimcli.jit as jit
+    for k in list(os.environ):
+        if k.startswith("NUMBA_") or k == "RAISIMCLI_PRECOMPILED":
+            monkeypatch.delenv(k)
+    monkeypatch.setattr(config, "CPU_NAME", "generic")
+    monkeypatch.setattr(config, "CPU_FEATURES", "")
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "cache"))
+    digest = jit._PackageStamp.digest
+    if _header()["conditions"] != precompiled._conditions(digest, jit._OPT):
+        pytest.skip(f"the shipped machine code does not apply here: {WRITE_AGAIN}")
+    return jit._INSTALLED, digest, jit._FOLDERS, jit._OPT
+
+
+def _index(folder: str, base: str, digest: bytes) -> dict:
+    from numba.core import caching
+    return caching.IndexDataCacheFile(folder, base, digest)._load_index()
+
+
+def test_the_entries_are_added_once_beside_those_already_there(generic, tmp_path):
+    locators, digest, folders, opt = generic
+    members = _members()
+    functions = _header()["functions"]
+    shipped = sum(len(_entries_of(members, rel, base))
+                  for rel, bases in functions.items() for base in bases)
+    # an entry of another processor already there, under the data file name the first shipped
+    # entry had: it stays, and its data file is not overwritten
+    rel, base = "physics/step", functions["physics/step"][0]
+    folder = precompiled._folder(locators, rel)
+    from numba.core import caching
+    theirs = caching.IndexDataCacheFile(folder, base, digest)
+    taken = next(iter(_entries_of(members, rel, base).values()))
+    other = ("another processor's key", ("x86_64-unknown-linux-gnu", "znver9", "+avx"), ("", ""))
+    with open(os.path.join(folder, taken), "wb") as f:
+        f.write(b"their machine code")
+    theirs._save_index({other: taken})
+
+    assert precompiled.install(locators, digest, folders, opt) == shipped
+    index = _index(folder, base, digest)
+    assert index[other] == taken and len(index) == 1 + len(_entries_of(members, rel, base))
+    with open(os.path.join(folder, taken), "rb") as f:
+        assert f.read() == b"their machine code"
+    assert precompiled.install(locators, digest, folders, opt) == 0  # (done: the folders' stamps)
+    for name in os.listdir(folder):
+        if name.startswith("raisimcli-precompiled-"):
+            os.remove(os.path.join(folder, name))
+    assert precompiled.install(locators, digest, folders, opt) == 0  # (every entry is there)
+    assert _index(folder, base, digest) == index
+
+
+def _entries_of(members: dict, rel: str, base: str) -> dict:
+    """The archive's index of one function: {numba's key: data file name}."""
+    f = io.BytesIO(members[precompiled._member(rel, base + ".nbi")])
+    pickle.load(f)  # (numba's version)
+    return pickle.loads(f.read())[1]
+
+
+@pytest.mark.parametrize("case", ["turned off", "another NUMBA_ variable", "other sources",
+                                  "this machine's processor"])
+def test_nothing_is_added_where_the_entries_do_not_apply(generic, tmp_path, monkeypatch, case):
+    from numba.core import config
+    locators, digest, folders, opt = generic
+    if case == "turned off":
+        monkeypatch.setenv("RAISIMCLI_PRECOMPILED", "0")
+    elif case == "another NUMBA_ variable":  # (its machine code would differ: the index check)
+        monkeypatch.setenv("NUMBA_BOUNDSCHECK", "1")
+    elif case == "other sources":
+        digest = bytes(32)
+    else:
+        monkeypatch.setattr(config, "CPU_NAME", None)
+    assert precompiled.install(locators, digest, folders, opt) == 0
+    cache = tmp_path / "cache"
+    assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]
