@@ -4,8 +4,11 @@ instead of compiling them.
 numba compiles a loop the first time it runs and keeps the machine code in its on-disk cache
 (raisimcli/jit.py). In a fresh environment that first run of `raisimcli run` spent 12-30 s
 compiling. `precompiled.tar.xz` beside this file holds the cache entries of every loop that the
-shipped scenarios run (each at its full length, the pendulum under every integration scheme) and
-that `raisimcli inspect` of the shipped robots runs, compiled for a generic x86-64 processor
+shipped scenarios run (each at its full length, the pendulum under every integration scheme),
+that a floating body on the ground runs with each set of boxes, cylinders and meshes (the loops
+compiled for a robot on the ground depend on which of these its collision shapes are) and with a
+hand of mimic fingers, and that `raisimcli inspect` of the shipped robots runs, compiled for a
+generic x86-64 processor
 (numba's `NUMBA_CPU_NAME=generic`: SSE2, the instructions every x86-64 processor has). The
 `raisimcli` command compiles for that processor too (raisimcli.cli.entry, when numba is not
 imported yet), so its loops are the same machine code on every x86-64 machine, and the shipped
@@ -165,9 +168,57 @@ def _merge(files: dict, rel: str, base: str, target: str, digest: bytes) -> int:
 
 # --- writing the archive (in a checkout) ---------------------------------------------------------
 
-def _commands() -> list:
+# the collision shapes whose ground query is compiled only for robots that have them (one
+# version of the quick call for each set of them: docs/physics.md), as URDF geometry
+_PATCH_SHAPES = {"box": '<box size="0.2 0.1 0.05"/>',
+                 "cylinder": '<cylinder radius="0.04" length="0.1"/>',
+                 "mesh": '<mesh filename="base.stl" scale="0.2 0.2 0.2"/>'}
+_BODY = """<?xml version="1.0"?>
+<robot name="shapes">
+  <link name="base">
+    <inertial><mass value="2.0"/><inertia ixx="0.02" iyy="0.02" izz="0.02" ixy="0" ixz="0"
+      iyz="0"/></inertial>
+    <collision><geometry><sphere radius="0.05"/></geometry></collision>
+{}  </link>
+{}</robot>
+"""
+# two fingers, the second mimicking the first (a humanoid's hand: Talos's, say)
+_FINGERS = "".join(f"""  <joint name="{side}_finger" type="prismatic">
+    <parent link="base"/><child link="{side}_finger"/><axis xyz="0 {sign}1 0"/>
+    <limit lower="0" upper="0.04" effort="20" velocity="0.2"/>{mimic}
+  </joint>
+  <link name="{side}_finger">
+    <inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0"
+      iyz="0"/></inertial>
+  </link>
+""" for side, sign, mimic in (("left", "", ""),
+                              ("right", "-", '\n    <mimic joint="left_finger"/>')))
+_ON_THE_GROUND = """schema_version = 1
+
+[world]
+dt = 0.001
+duration = 0.02
+
+[world.ground]
+height = 0.0
+
+[[robot]]
+name = "shapes"
+urdf = "{}"
+
+[robot.initial]
+q = {{ "root.z" = 1.0 }}
+"""
+
+
+def _commands(tmp: str) -> list:
     """The commands whose loops are shipped: every shipped scenario at its full length, the
-    pendulum under each integration scheme, and `inspect` of every shipped robot."""
+    pendulum under each integration scheme, a floating body on the ground with each set of the
+    shapes of _PATCH_SHAPES and with all three and a hand of mimic fingers (the quick call's
+    versions for robots on the ground: with boxes, cylinders and convex meshes, as real robots'
+    feet and shins are; the files they need are written in `tmp`), and `inspect` of every
+    shipped robot."""
+    import itertools
     scenarios = os.path.join(_CHECKOUT, "scenarios")
     robots = os.path.join(_CHECKOUT, "robots")
     commands = [["run", os.path.join(scenarios, name)]
@@ -175,6 +226,20 @@ def _commands() -> list:
     for scheme in ("SEMI_IMPLICIT", "TRAPEZOID", "EULER", "RUNGE_KUTTA_4"):
         commands.append(["run", os.path.join(scenarios, "pendulum.toml"), "--duration", "0.1",
                          "--set", f'world.integration_scheme="{scheme}"'])
+    import shutil
+    shutil.copy(os.path.join(robots, "acme_description", "meshes", "base.stl"), tmp)
+    sets = [(kinds, False) for n in range(len(_PATCH_SHAPES) + 1)
+            for kinds in itertools.combinations(_PATCH_SHAPES, n)]
+    for kinds, hand in sets + [(tuple(_PATCH_SHAPES), True)]:
+        name = "_".join(("shapes",) + kinds + (("hand",) if hand else ()))
+        shapes = "".join(f"    <collision><origin xyz=\"0 0 {(k + 1) / 10}\"/><geometry>"
+                         f"{_PATCH_SHAPES[kind]}</geometry></collision>\n"
+                         for k, kind in enumerate(kinds))
+        with open(os.path.join(tmp, name + ".urdf"), "w", encoding="utf-8") as f:
+            f.write(_BODY.format(shapes, _FINGERS if hand else ""))
+        with open(os.path.join(tmp, name + ".toml"), "w", encoding="utf-8") as f:
+            f.write(_ON_THE_GROUND.format(name + ".urdf"))
+        commands.append(["run", os.path.join(tmp, name + ".toml")])
     urdfs = [os.path.join(robots, n) for n in sorted(os.listdir(robots)) if n.endswith(".urdf")]
     urdfs.append(os.path.join(robots, "acme_description", "urdf", "acme_s400.urdf"))
     commands += [["inspect", path] for path in urdfs]
@@ -209,7 +274,7 @@ def write(archive: str = ARCHIVE) -> dict:
         cache = os.path.join(tmp, "cache")
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_CPU_NAME="generic",
                    RAISIMCLI_WARM_UP="0", RAISIMCLI_PRECOMPILED="0")
-        for command in _commands():
+        for command in _commands(tmp):
             if command[0] == "run":
                 command = command + ["-q", "-o", os.path.join(tmp, "log.h5")]
             subprocess.run([sys.executable, "-m", "raisimcli", *command], env=env, check=True,
