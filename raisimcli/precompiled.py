@@ -33,7 +33,7 @@ them again, in a checkout, with
 
     python -m raisimcli.precompiled --write
 
-which runs the scenarios and the inspections in a fresh cache (about a minute) and keeps its
+which runs the scenarios and the inspections in a fresh cache (about 2 min) and keeps its
 entries.
 """
 
