@@ -62,31 +62,64 @@ def test_the_shipped_machine_code_is_made_from_these_sources():
     assert shipped == here, f"the shipped machine code is stale: {WRITE_AGAIN}"
 
 
-def test_a_first_run_in_a_fresh_copy_compiles_nothing_and_gives_the_golden_bits(tmp_path):
-    # every shipped scenario, run by the command in a copy of the package without any cache:
-    # the shipped entries are loaded (numba's cache log says "data loaded" and never "data
-    # saved"), and each log is its golden log bit for bit
-    if _header()["conditions"]["digest"] != __import__("raisimcli.jit").jit._digest().hex():
-        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
+def _fresh_copy(tmp_path):
+    """A copy of the package without any cache, and the environment that imports it."""
     copy = tmp_path / "copy"
     shutil.copytree(os.path.join(ROOT, "raisimcli"), copy / "raisimcli",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    out = tmp_path / "logs"
-    env = dict(_without_numba_variables(), PYTHONPATH=str(copy), NUMBA_DEBUG_CACHE="1")
-    done = subprocess.run([sys.executable, "-m", "raisimcli", "run",
-                           *[os.path.join(SCENARIOS, f"{n}.toml") for n in NAMES],
-                           "-q", "--duration", "0.2", "-o", f"{out}{os.sep}"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    return copy, dict(_without_numba_variables(), PYTHONPATH=str(copy), NUMBA_DEBUG_CACHE="1")
+
+
+def _assert_nothing_compiled(done, copy):
     assert done.returncode == 0, done.stderr[-2000:]
     assert str(copy / "raisimcli") in done.stdout  # (the copy's cache, not the checkout's)
     assert "data loaded" in done.stdout
     assert "data saved" not in done.stdout, \
         [line for line in done.stdout.splitlines() if "data saved" in line][:5]
+
+
+def _fresh() -> bool:
+    import raisimcli.jit as jit
+    return _header()["conditions"]["digest"] == jit._digest().hex()
+
+
+def test_a_first_run_in_a_fresh_copy_compiles_nothing_and_gives_the_golden_bits(tmp_path):
+    # every shipped scenario, run by the command in a copy of the package without any cache:
+    # the shipped entries are loaded (numba's cache log says "data loaded" and never "data
+    # saved"), and each log is its golden log bit for bit
+    if not _fresh():
+        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
+    copy, env = _fresh_copy(tmp_path)
+    out = tmp_path / "logs"
+    done = subprocess.run([sys.executable, "-m", "raisimcli", "run",
+                           *[os.path.join(SCENARIOS, f"{n}.toml") for n in NAMES],
+                           "-q", "--duration", "0.2", "-o", f"{out}{os.sep}"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    _assert_nothing_compiled(done, copy)
     for name in NAMES:
         r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, f"{name}.h5"),
                                      str(out / f"{name}.h5"), "--rtol", "0", "--atol", "0",
                                      "--max-report", "5"])
         assert r.exit_code == 0, f"{name}:\n{r.output}"
+
+
+def test_a_body_on_the_ground_with_any_set_of_shapes_compiles_nothing(tmp_path):
+    # the scenarios the archive was made with beyond the shipped ones: a floating body on the
+    # ground with each set of boxes, cylinders and meshes (the quick call's versions), and one
+    # with mimic fingers; a robot of one of these kinds (ANYmal's cylinders, Go2's meshes)
+    # starts without compiling
+    if not _fresh():
+        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
+    copy, env = _fresh_copy(tmp_path)
+    made = tmp_path / "made"
+    made.mkdir()
+    scenarios = [c[1] for c in precompiled._commands(str(made))
+                 if c[0] == "run" and c[1].startswith(str(made))]
+    assert len(scenarios) == 9
+    done = subprocess.run([sys.executable, "-m", "raisimcli", "run", *scenarios, "-q",
+                           "-o", f"{tmp_path / 'logs'}{os.sep}"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    _assert_nothing_compiled(done, copy)
 
 
 @pytest.fixture
