@@ -15,6 +15,10 @@ The cache stays where numba puts it (`__pycache__` beside the sources, or numba'
 directory when that is not writable, or `NUMBA_CACHE_DIR`); only the stamp is ours. A frozen
 application (PyInstaller and the like) keeps numba's own stamps.
 
+When the loops are first loaded, the machine code the package ships for them is added to numba's
+cache, where it applies (raisimcli/precompiled.py): a first run of the `raisimcli` command then
+compiles nothing.
+
 The module also gives the loops `carve`, which cuts a matrix out of a packed 1-D argument or
 scratch array without numba's `reshape` (see its docstring), and `ArrayTable` with `table_view`,
 which hand a loop many arrays as one argument (see theirs).

@@ -1,9 +1,11 @@
 """A fresh environment's first run, shortened by compiling on a second CPU.
 
 The step's loops are compiled by numba the first time they run and kept in its on-disk cache
-(raisimcli/jit.py). In a fresh environment that first run of `raisimcli run` spends about 20 s
-compiling, one loop after the other, in one process; most of it is the one compiled call of the
-quick step (physics/step/quick.py), which compiles the functions it calls first. When the machine
+(raisimcli/jit.py). Where the machine code the package ships does not apply (another numba or
+Python, sources changed since it was made, a robot unlike those it was made with:
+raisimcli/precompiled.py), a first run of `raisimcli run` spends about 20 s compiling, one loop
+after the other, in one process; most of it is the one compiled call of the quick step
+(physics/step/quick.py), which compiles the functions it calls first. When the machine
 has a second CPU, `start()` (called by the command `raisimcli run`, not by a CliRunner or another
 caller of the command in its own process) starts one helper process that compiles some of those
 functions into the same cache meanwhile: those the run needs last (the impulse step, the inverse
