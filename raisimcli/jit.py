@@ -17,7 +17,8 @@ application (PyInstaller and the like) keeps numba's own stamps.
 
 When the loops are first loaded, the machine code the package ships for them is added to numba's
 cache, where it applies (raisimcli/precompiled.py): a first run of the `raisimcli` command then
-compiles nothing.
+compiles nothing, and neither does a program's first use of the library, which loads the code
+made for a generic processor when numba's cache has none for its own.
 
 The module also gives the loops `carve`, which cuts a matrix out of a packed 1-D argument or
 scratch array without numba's `reshape` (see its docstring), and `ArrayTable` with `table_view`,
@@ -210,6 +211,9 @@ def kernel(fn):
     dispatcher = njit(cache=True, _nrt=False)(fn)
     if _OPT is not None and hasattr(dispatcher, "compile"):  # (NUMBA_DISABLE_JIT=1: fn itself)
         dispatcher.compile = _at_our_level(dispatcher.compile)
+    if _INSTALLED and precompiled.USABLE and \
+            isinstance(getattr(dispatcher, "_cache", None), caching.FunctionCache):
+        precompiled.fall_back_to_generic(dispatcher._cache)
     return dispatcher
 
 

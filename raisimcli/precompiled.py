@@ -17,13 +17,17 @@ entries are the ones it would compile. The first time the package's loops are lo
 would keep them: `__pycache__` beside the sources, `NUMBA_CACHE_DIR`, or numba's user-wide
 directory. Entries already there for other processors or argument types stay. A run that needs
 a loop for argument types the shipped ones lack (a robot with parts no shipped robot has, say)
-compiles that loop as before, once.
+compiles that loop as before, once. A program that uses the library compiles for its own
+processor (numba's default, which the package leaves to such programs); there the package's
+loops load the generic entry when numba's cache has none for that processor
+(`fall_back_to_generic`), so that the program's first use compiles nothing either.
 
 The entries are used only when they were made from these sources (raisimcli.jit's digest of the
 files of compiled loops), by this numba, for this Python and this kind of processor and system
 (LLVM's target triple), with the same numba settings (the optimisation level, the index check,
-and no other NUMBA_ variable than NUMBA_CPU_NAME, NUMBA_CACHE_DIR and NUMBA_DEBUG_CACHE set);
-anything else compiles as before, with the same results. `RAISIMCLI_PRECOMPILED=0` turns them
+no processor asked for by name but the generic one, and no other NUMBA_ variable than
+NUMBA_CPU_NAME, NUMBA_CACHE_DIR and NUMBA_DEBUG_CACHE set); anything else compiles as before,
+with the same results. `RAISIMCLI_PRECOMPILED=0` turns them
 off. The machine code changes no result: it is what numba compiles from the same sources, at the
 same level, for the same processor, and the loops give the same bits for a generic processor as
 for this machine's own (tests/test_determinism.py).
@@ -53,9 +57,11 @@ _FORMAT = 1
 # NUMBA_ variables that change nothing of the machine code or of where it is kept
 _HARMLESS = {"NUMBA_CPU_NAME", "NUMBA_CACHE_DIR", "NUMBA_DEBUG_CACHE"}
 # numba's settings that shape the machine code without being part of its cache's keys
-_SETTINGS = ("CPU_NAME", "CPU_FEATURES", "BOUNDSCHECK", "DEBUGINFO_DEFAULT", "LOOP_VECTORIZE",
-             "SLP_VECTORIZE", "ENABLE_AVX", "USING_SVML", "EXTEND_VARIABLE_LIFETIMES",
-             "DISABLE_JIT")
+# (besides the processor's, CPU_NAME and CPU_FEATURES, which only make the code faster or slower
+# on one processor: the same operations give the same bits, tests/test_determinism.py)
+_SETTINGS = ("BOUNDSCHECK", "DEBUGINFO_DEFAULT", "LOOP_VECTORIZE", "SLP_VECTORIZE", "USING_SVML",
+             "EXTEND_VARIABLE_LIFETIMES", "DISABLE_JIT")
+_GENERIC = "generic"  # numba's name of the processor the entries are made for
 _STAMP = "raisimcli-precompiled-"  # + the digest's first 16 hex digits: a folder's entries added
 
 
@@ -73,15 +79,47 @@ def _conditions(digest: bytes, opt) -> dict:
 
 
 def _usable_here() -> bool:
-    """Whether this process compiles the package's loops as the shipped entries were made: for a
-    generic processor, with numba's settings from no file and no other variable."""
+    """Whether this process may run the shipped entries: it compiles the package's loops for a
+    generic processor (the command) or for its own (numba's default), with numba's settings from
+    no file and from no other variable."""
     from numba.core import config
     if os.environ.get("RAISIMCLI_PRECOMPILED", "").strip() == "0" or \
-            getattr(sys, "frozen", False) or config.CPU_NAME != "generic" or config.DISABLE_JIT:
+            getattr(sys, "frozen", False) or config.DISABLE_JIT:
         return False
+    if (config.CPU_NAME, config.CPU_FEATURES) not in ((_GENERIC, ""), (None, None)):
+        return False  # (a processor asked for by name: its own code)
     if any(k.startswith("NUMBA_") and k not in _HARMLESS for k in os.environ):
         return False
     return not os.path.exists(getattr(config, "_config_fname", ".numba_config.yaml"))
+
+
+USABLE = False  # set by install: the shipped entries apply to this process
+
+
+def _generic_key(key: tuple) -> tuple:
+    """numba's cache key `key` (signature, processor, bytecode) for the generic processor."""
+    triple, _, _ = key[1]
+    return (key[0], (triple, _GENERIC, ""), key[2])
+
+
+def fall_back_to_generic(cache) -> None:
+    """Make numba's cache of one of the package's loops (`cache`, a dispatcher's FunctionCache)
+    load the entry for the generic processor when it has none for this process's processor,
+    before numba compiles one: a program that uses the library (which compiles for its own
+    processor, numba's default) then runs the shipped code too. The entry for its own processor
+    is still preferred, and what it compiles is kept under its own key, as before."""
+    load = cache._load_overload
+
+    def load_overload(sig, target_context):
+        data = load(sig, target_context)
+        if data is None and cache._enabled:
+            key = cache._index_key(sig, target_context.codegen())
+            if key[1][1] != _GENERIC:
+                found = cache._cache_file.load(_generic_key(key))
+                if found is not None:
+                    data = cache._impl.rebuild(target_context, found)
+        return data
+    cache._load_overload = load_overload
 
 
 def _member(rel: str, name: str) -> str:
@@ -109,7 +147,9 @@ def install(locators: list, digest: bytes, folders: list, opt, archive: str = AR
     not there yet; the number of entries added. `locators`: raisimcli.jit's cache locators;
     `digest`: its digest of the sources; `folders`: the package's folders that hold compiled
     loops, relative; `opt`: the loops' optimisation level."""
-    if not _usable_here():
+    global USABLE
+    USABLE = _usable_here()
+    if not USABLE:
         return 0
     targets = {rel: _folder(locators, rel) for rel in folders}
     stamp = _STAMP + digest.hex()[:16]
@@ -303,7 +343,7 @@ def write(archive: str = ARCHIVE) -> dict:
                 functions.setdefault(rel, []).append(base)
                 files.append((_member(rel, name), os.path.join(folder, name)))
                 files += [(_member(rel, v), os.path.join(folder, v)) for v in entries.values()]
-        header = {"conditions": conditions, "functions": functions}
+        header = {"conditions": conditions, "processor": list(magic), "functions": functions}
         partial = archive + ".partial"
         members = [(_HEADER, json.dumps(header, indent=1, sort_keys=True).encode())]
         for arcname, path in sorted(files):

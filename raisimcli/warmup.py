@@ -89,12 +89,16 @@ def _function(name: str):
 
 def cached(name: str, args: tuple) -> bool:
     """Whether numba's cache holds the compiled function `name` for these argument types (its
-    index file, as numba would look it up; True when that cannot be told: then no helper)."""
+    index file, as numba would look it up, for this process's processor or, when the package's
+    loops fall back to it, for the generic one: raisimcli.precompiled; True when that cannot be
+    told: then no helper)."""
     try:
+        from raisimcli import precompiled
         dispatcher = _function(name)
         cache = dispatcher._cache
         key = cache._index_key(args, dispatcher.targetctx.codegen())
-        return key in cache._cache_file._load_index()
+        index = cache._cache_file._load_index()
+        return key in index or (precompiled.USABLE and precompiled._generic_key(key) in index)
     except Exception:  # noqa: BLE001 - numba's internals differ: no helper
         return True
 

@@ -33,7 +33,9 @@ _NUMPY_BASELINE = "X86_V4 AVX512_ICL AVX512_SPR X86_V3"
 
 VARIANTS = {
     "Nehalem": {"OPENBLAS_CORETYPE": "Nehalem"},
-    "this machine's own": {"OPENBLAS_CORETYPE": None},
+    # (numba's code for this machine's processor, compiled, not the generic code the package
+    # ships, which a process that finds none for its own processor would load otherwise)
+    "this machine's own": {"OPENBLAS_CORETYPE": None, "RAISIMCLI_PRECOMPILED": "0"},
     "Sandybridge": {"OPENBLAS_CORETYPE": "Sandybridge"},
     "Haswell": {"OPENBLAS_CORETYPE": "Haswell"},
     "generic-numba": {"OPENBLAS_CORETYPE": "Haswell", "NUMBA_CPU_NAME": "generic"},

@@ -13,7 +13,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, SCENARIOS
+from conftest import _DRIVER, BASELINE_ENV, ROOT, SCENARIOS
 from raisimcli import precompiled
 from raisimcli.cli.main import cli
 
@@ -103,6 +103,28 @@ def test_a_first_run_in_a_fresh_copy_compiles_nothing_and_gives_the_golden_bits(
         assert r.exit_code == 0, f"{name}:\n{r.output}"
 
 
+def test_a_library_program_runs_the_shipped_code_and_gives_the_golden_bits(tmp_path):
+    # a Python program that calls the library (numba compiling for this machine's processor,
+    # its default) in a fresh copy: the shipped entries are added, loaded in place of this
+    # processor's, which the cache lacks, and nothing is compiled; the logs are the golden ones
+    if not _fresh():
+        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
+    copy, env = _fresh_copy(tmp_path)
+    env = {**{k: v for k, v in BASELINE_ENV.items() if not k.startswith("NUMBA_")}, **env}
+    assert "NUMBA_CPU_NAME" not in env
+    out = tmp_path / "logs"
+    out.mkdir()
+    names = ["quadruped_stand", "gripper", "fourbar"]  # (the ground, mimics, a loop)
+    done = subprocess.run([sys.executable, "-c", _DRIVER, SCENARIOS, str(out), "0.2", *names],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    _assert_nothing_compiled(done, copy)
+    for name in names:
+        r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, f"{name}.h5"),
+                                     str(out / f"{name}.h5"), "--rtol", "0", "--atol", "0",
+                                     "--max-report", "5"])
+        assert r.exit_code == 0, f"{name}:\n{r.output}"
+
+
 def test_a_body_on_the_ground_with_any_set_of_shapes_compiles_nothing(tmp_path):
     # the scenarios the archive was made with beyond the shipped ones: a floating body on the
     # ground with each set of boxes, cylinders and meshes (the quick call's versions), and one
@@ -186,7 +208,7 @@ def _entries_of(members: dict, rel: str, base: str) -> dict:
 
 
 @pytest.mark.parametrize("case", ["turned off", "another NUMBA_ variable", "other sources",
-                                  "this machine's processor"])
+                                  "a processor asked for by name"])
 def test_nothing_is_added_where_the_entries_do_not_apply(generic, tmp_path, monkeypatch, case):
     from numba.core import config
     locators, digest, folders, opt = generic
@@ -197,7 +219,8 @@ def test_nothing_is_added_where_the_entries_do_not_apply(generic, tmp_path, monk
     elif case == "other sources":
         digest = bytes(32)
     else:
-        monkeypatch.setattr(config, "CPU_NAME", None)
+        monkeypatch.setattr(config, "CPU_NAME", "znver4")
+        monkeypatch.setattr(config, "CPU_FEATURES", None)
     assert precompiled.install(locators, digest, folders, opt) == 0
     cache = tmp_path / "cache"
     assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]

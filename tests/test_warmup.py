@@ -42,7 +42,9 @@ def test_the_manifest_names_compiled_functions_of_this_numba(kind):
 
 
 def _in_fresh_cache(tmp_path, code: str) -> str:
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    # (without the shipped machine code, which would fill the fresh cache: raisimcli.precompiled)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT,
+               RAISIMCLI_PRECOMPILED="0")
     env.pop("RAISIMCLI_WARM_UP", None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           cwd=tmp_path)
