@@ -108,16 +108,22 @@ def fall_back_to_generic(cache) -> None:
     before numba compiles one: a program that uses the library (which compiles for its own
     processor, numba's default) then runs the shipped code too. The entry for its own processor
     is still preferred, and what it compiles is kept under its own key, as before."""
-    load = cache._load_overload
+    load = getattr(cache, "_load_overload", None)
+    needed = ("_enabled", "_index_key", "_cache_file", "_impl")
+    if load is None or not all(hasattr(cache, name) for name in needed):
+        return  # (a numba whose cache is not the one this was written for: numba's own)
 
     def load_overload(sig, target_context):
         data = load(sig, target_context)
         if data is None and cache._enabled:
-            key = cache._index_key(sig, target_context.codegen())
-            if key[1][1] != _GENERIC:
-                found = cache._cache_file.load(_generic_key(key))
-                if found is not None:
-                    data = cache._impl.rebuild(target_context, found)
+            try:
+                key = cache._index_key(sig, target_context.codegen())
+                if key[1][1] != _GENERIC:
+                    found = cache._cache_file.load(_generic_key(key))
+                    if found is not None:
+                        data = cache._impl.rebuild(target_context, found)
+            except (AttributeError, IndexError, TypeError, ValueError):  # (numba compiles)
+                data = None
         return data
     cache._load_overload = load_overload
 

@@ -224,3 +224,19 @@ def test_nothing_is_added_where_the_entries_do_not_apply(generic, tmp_path, monk
     assert precompiled.install(locators, digest, folders, opt) == 0
     cache = tmp_path / "cache"
     assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]
+
+
+def test_the_fallback_wraps_the_package_s_loops_and_leaves_an_unknown_cache_alone():
+    # each loop's cache looks for the generic entry (when the shipped code applies here); a
+    # cache without the members this was written for (another numba) is left as numba made it
+    from raisimcli.linalg import _dot
+    if not precompiled.USABLE:
+        pytest.skip("the shipped code does not apply in this process (a NUMBA_ setting)")
+    assert "_load_overload" in vars(_dot._cache)  # (the wrapper, over numba's method)
+
+    class Unknown:
+        def _load_overload(self, sig, target_context):
+            return None
+    unknown = Unknown()
+    precompiled.fall_back_to_generic(unknown)
+    assert "_load_overload" not in vars(unknown)
