@@ -62,7 +62,9 @@ _HARMLESS = {"NUMBA_CPU_NAME", "NUMBA_CACHE_DIR", "NUMBA_DEBUG_CACHE"}
 _SETTINGS = ("BOUNDSCHECK", "DEBUGINFO_DEFAULT", "LOOP_VECTORIZE", "SLP_VECTORIZE", "USING_SVML",
              "EXTEND_VARIABLE_LIFETIMES", "DISABLE_JIT")
 _GENERIC = "generic"  # numba's name of the processor the entries are made for
-_STAMP = "raisimcli-precompiled-"  # + the digest's first 16 hex digits: a folder's entries added
+# a folder's entries added: this + 16 hex digits of the sources' digest, numba's version and
+# Python's (each makes other entries)
+_STAMP = "raisimcli-precompiled-"
 
 
 def _conditions(digest: bytes, opt) -> dict:
@@ -158,7 +160,11 @@ def install(locators: list, digest: bytes, folders: list, opt, archive: str = AR
     if not USABLE:
         return 0
     targets = {rel: _folder(locators, rel) for rel in folders}
-    stamp = _STAMP + digest.hex()[:16]
+    import hashlib
+
+    import numba
+    made = digest + f"{numba.__version__} {sys.version_info[:2]}".encode()
+    stamp = _STAMP + hashlib.sha256(made).hexdigest()[:16]
     if all(t is None or os.path.exists(os.path.join(t, stamp)) for t in targets.values()):
         return 0
     import tarfile
