@@ -43,6 +43,7 @@ entries.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -62,9 +63,7 @@ _HARMLESS = {"NUMBA_CPU_NAME", "NUMBA_CACHE_DIR", "NUMBA_DEBUG_CACHE"}
 _SETTINGS = ("BOUNDSCHECK", "DEBUGINFO_DEFAULT", "LOOP_VECTORIZE", "SLP_VECTORIZE", "USING_SVML",
              "EXTEND_VARIABLE_LIFETIMES", "DISABLE_JIT")
 _GENERIC = "generic"  # numba's name of the processor the entries are made for
-# a folder's entries added: this + 16 hex digits of the sources' digest, numba's version and
-# Python's (each makes other entries)
-_STAMP = "raisimcli-precompiled-"
+_STAMP = "raisimcli-precompiled-"  # (_stamp)
 
 
 def _conditions(digest: bytes, opt) -> dict:
@@ -150,6 +149,14 @@ def _folder(locators: list, rel: str) -> str | None:
     return None
 
 
+def _stamp(digest: bytes) -> str:
+    """The name of the file that says a folder has the entries for these sources (`digest`),
+    this numba and this Python."""
+    import numba
+    made = digest + f"{numba.__version__} {sys.version_info[:2]}".encode()
+    return _STAMP + hashlib.sha256(made).hexdigest()[:16]
+
+
 def install(locators: list, digest: bytes, folders: list, opt, archive: str = ARCHIVE) -> int:
     """Add the shipped entries to numba's cache when they apply (the module's docstring) and are
     not there yet; the number of entries added. `locators`: raisimcli.jit's cache locators;
@@ -160,11 +167,7 @@ def install(locators: list, digest: bytes, folders: list, opt, archive: str = AR
     if not USABLE:
         return 0
     targets = {rel: _folder(locators, rel) for rel in folders}
-    import hashlib
-
-    import numba
-    made = digest + f"{numba.__version__} {sys.version_info[:2]}".encode()
-    stamp = _STAMP + hashlib.sha256(made).hexdigest()[:16]
+    stamp = _stamp(digest)
     if all(t is None or os.path.exists(os.path.join(t, stamp)) for t in targets.values()):
         return 0
     import tarfile
