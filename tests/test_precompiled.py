@@ -78,6 +78,15 @@ def _assert_nothing_compiled(done, copy):
         [line for line in done.stdout.splitlines() if "data saved" in line][:5]
 
 
+def _assert_golden(out, names):
+    """Each log out/<name>.h5 is its golden log bit for bit."""
+    for name in names:
+        r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, f"{name}.h5"),
+                                     str(out / f"{name}.h5"), "--rtol", "0", "--atol", "0",
+                                     "--max-report", "5"])
+        assert r.exit_code == 0, f"{name}:\n{r.output}"
+
+
 def _fresh() -> bool:
     import raisimcli.jit as jit
     return _header()["conditions"]["digest"] == jit._digest().hex()
@@ -96,11 +105,7 @@ def test_a_first_run_in_a_fresh_copy_compiles_nothing_and_gives_the_golden_bits(
                            "-q", "--duration", "0.2", "-o", f"{out}{os.sep}"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     _assert_nothing_compiled(done, copy)
-    for name in NAMES:
-        r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, f"{name}.h5"),
-                                     str(out / f"{name}.h5"), "--rtol", "0", "--atol", "0",
-                                     "--max-report", "5"])
-        assert r.exit_code == 0, f"{name}:\n{r.output}"
+    _assert_golden(out, NAMES)
 
 
 def test_a_library_program_runs_the_shipped_code_and_gives_the_golden_bits(tmp_path):
@@ -118,11 +123,7 @@ def test_a_library_program_runs_the_shipped_code_and_gives_the_golden_bits(tmp_p
     done = subprocess.run([sys.executable, "-c", _DRIVER, SCENARIOS, str(out), "0.2", *names],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     _assert_nothing_compiled(done, copy)
-    for name in names:
-        r = CliRunner().invoke(cli, ["compare", os.path.join(GOLDEN, f"{name}.h5"),
-                                     str(out / f"{name}.h5"), "--rtol", "0", "--atol", "0",
-                                     "--max-report", "5"])
-        assert r.exit_code == 0, f"{name}:\n{r.output}"
+    _assert_golden(out, names)
 
 
 def test_a_body_on_the_ground_with_any_set_of_shapes_compiles_nothing(tmp_path):
