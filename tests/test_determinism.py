@@ -1,7 +1,8 @@
 """The same scenario gives the same log, bit for bit, whatever kernels and builds the machine picks.
 
 OpenBLAS chooses its kernels from the processor at run time (OPENBLAS_CORETYPE forces a choice), and
-kernels sum in different orders; numba generates code for the processor it runs on; numpy picks its
+kernels sum in different orders; numba generates code for the processor it runs on (or for a
+generic x86-64 one: the package ships that code, raisimcli/precompiled.py); numpy picks its
 loops by the processor's extensions (NPY_DISABLE_CPU_FEATURES turns them off); glibc picks a build
 of its math functions (GLIBC_TUNABLES masks what it may use). No result of the step may depend on
 any of these: every shipped scenario is run in subprocesses under several such choices and under
