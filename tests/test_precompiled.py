@@ -44,8 +44,9 @@ def _members() -> dict:
         return {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}
 
 
-def _without_numba_variables() -> dict:
-    return {k: v for k, v in os.environ.items()
+def _without_numba_variables(env=None) -> dict:
+    """`env` (os.environ) without numba's variables and ours."""
+    return {k: v for k, v in (os.environ if env is None else env).items()
             if not k.startswith("NUMBA_") and k != "RAISIMCLI_PRECOMPILED"}
 
 
@@ -62,15 +63,21 @@ def test_the_shipped_machine_code_is_made_from_these_sources():
     assert shipped == here, f"the shipped machine code is stale: {WRITE_AGAIN}"
 
 
-def _fresh_copy(tmp_path):
-    """A copy of the package without any cache, and the environment that imports it."""
+def _run_in_fresh_copy(tmp_path, args: list, base_env: dict | None = None) -> None:
+    """Run `python *args` (in tmp_path) on a copy of the package without any cache, in
+    `base_env` (os.environ) without its NUMBA_ variables but numba's cache log, and assert
+    that it succeeded and compiled nothing: numba's log names the copy's cache, says "data
+    loaded" and never "data saved". Skipped while the shipped code is stale (the first test
+    fails then)."""
+    import raisimcli.jit as jit
+    if _header()["conditions"]["digest"] != jit._digest().hex():
+        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
     copy = tmp_path / "copy"
     shutil.copytree(os.path.join(ROOT, "raisimcli"), copy / "raisimcli",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    return copy, dict(_without_numba_variables(), PYTHONPATH=str(copy), NUMBA_DEBUG_CACHE="1")
-
-
-def _assert_nothing_compiled(done, copy):
+    env = dict(_without_numba_variables(base_env), PYTHONPATH=str(copy), NUMBA_DEBUG_CACHE="1")
+    done = subprocess.run([sys.executable, *args], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert str(copy / "raisimcli") in done.stdout  # (the copy's cache, not the checkout's)
     assert "data loaded" in done.stdout
@@ -87,42 +94,26 @@ def _assert_golden(out, names):
         assert r.exit_code == 0, f"{name}:\n{r.output}"
 
 
-def _fresh() -> bool:
-    import raisimcli.jit as jit
-    return _header()["conditions"]["digest"] == jit._digest().hex()
-
-
 def test_a_first_run_in_a_fresh_copy_compiles_nothing_and_gives_the_golden_bits(tmp_path):
     # every shipped scenario, run by the command in a copy of the package without any cache:
-    # the shipped entries are loaded (numba's cache log says "data loaded" and never "data
-    # saved"), and each log is its golden log bit for bit
-    if not _fresh():
-        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
-    copy, env = _fresh_copy(tmp_path)
+    # the shipped entries are loaded, and each log is its golden log bit for bit
     out = tmp_path / "logs"
-    done = subprocess.run([sys.executable, "-m", "raisimcli", "run",
-                           *[os.path.join(SCENARIOS, f"{n}.toml") for n in NAMES],
-                           "-q", "--duration", "0.2", "-o", f"{out}{os.sep}"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    _assert_nothing_compiled(done, copy)
+    _run_in_fresh_copy(tmp_path, ["-m", "raisimcli", "run",
+                                  *[os.path.join(SCENARIOS, f"{n}.toml") for n in NAMES],
+                                  "-q", "--duration", "0.2", "-o", f"{out}{os.sep}"])
     _assert_golden(out, NAMES)
 
 
 def test_a_library_program_runs_the_shipped_code_and_gives_the_golden_bits(tmp_path):
     # a Python program that calls the library (numba compiling for this machine's processor,
-    # its default) in a fresh copy: the shipped entries are added, loaded in place of this
+    # its default: no NUMBA_CPU_NAME) in a fresh copy, started as the golden logs' driver is
+    # (glibc's plain math): the shipped entries are added, loaded in place of this
     # processor's, which the cache lacks, and nothing is compiled; the logs are the golden ones
-    if not _fresh():
-        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
-    copy, env = _fresh_copy(tmp_path)
-    env = {**{k: v for k, v in BASELINE_ENV.items() if not k.startswith("NUMBA_")}, **env}
-    assert "NUMBA_CPU_NAME" not in env
     out = tmp_path / "logs"
     out.mkdir()
     names = ["quadruped_stand", "gripper", "fourbar"]  # (the ground, mimics, a loop)
-    done = subprocess.run([sys.executable, "-c", _DRIVER, SCENARIOS, str(out), "0.2", *names],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    _assert_nothing_compiled(done, copy)
+    _run_in_fresh_copy(tmp_path, ["-c", _DRIVER, SCENARIOS, str(out), "0.2", *names],
+                       BASELINE_ENV)
     _assert_golden(out, names)
 
 
@@ -131,18 +122,13 @@ def test_a_body_on_the_ground_with_any_set_of_shapes_compiles_nothing(tmp_path):
     # ground with each set of boxes, cylinders and meshes (the quick call's versions), and one
     # with mimic fingers; a robot of one of these kinds (ANYmal's cylinders, Go2's meshes)
     # starts without compiling
-    if not _fresh():
-        pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
-    copy, env = _fresh_copy(tmp_path)
     made = tmp_path / "made"
     made.mkdir()
     scenarios = [c[1] for c in precompiled._commands(str(made))
                  if c[0] == "run" and c[1].startswith(str(made))]
     assert len(scenarios) == 9
-    done = subprocess.run([sys.executable, "-m", "raisimcli", "run", *scenarios, "-q",
-                           "-o", f"{tmp_path / 'logs'}{os.sep}"], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600)
-    _assert_nothing_compiled(done, copy)
+    _run_in_fresh_copy(tmp_path, ["-m", "raisimcli", "run", *scenarios, "-q",
+                                  "-o", f"{tmp_path / 'logs'}{os.sep}"])
 
 
 @pytest.fixture
