@@ -5,10 +5,11 @@ numba compiles a loop the first time it runs and keeps the machine code in its o
 (raisimcli/jit.py). In a fresh environment that first run of `raisimcli run` spent 12-30 s
 compiling. `precompiled.tar.xz` beside this file holds the cache entries of every loop that the
 shipped scenarios run (each at its full length, the pendulum under every integration scheme),
-that a floating body on the ground runs with each set of boxes, cylinders and meshes (the loops
-compiled for a robot on the ground depend on which of these its collision shapes are) and with a
-hand of mimic fingers, and that `raisimcli inspect` of the shipped robots runs, compiled for a
-generic x86-64 processor
+that a floating body on the ground runs with each set of boxes, cylinders and meshes, without
+and with a hand of mimic fingers (the loops compiled for a robot on the ground depend on which of
+these its collision shapes are, and on whether it has mimic joints), and that `raisimcli inspect`
+of the shipped robots and of an arm whose mass matrix is singular runs, compiled for a generic
+x86-64 processor
 (numba's `NUMBA_CPU_NAME=generic`: SSE2, the instructions every x86-64 processor has). The
 `raisimcli` command compiles for that processor too (raisimcli.cli.entry, when numba is not
 imported yet), so its loops are the same machine code on every x86-64 machine, and the shipped
@@ -37,7 +38,7 @@ them again, in a checkout, with
 
     python -m raisimcli.precompiled --write
 
-which runs the scenarios and the inspections in a fresh cache (about 2 min) and keeps its
+which runs the scenarios and the inspections in a fresh cache (about 3.5 min) and keeps its
 entries.
 """
 
@@ -265,14 +266,33 @@ urdf = "{}"
 q = {{ "root.z" = 1.0 }}
 """
 
+_MASS = """
+    <inertial><mass value="1.0"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0"
+      iyz="0"/></inertial>
+  """
+# an arm whose two joints line up at its nominal configuration with no mass between them (iCub's
+# neck): its mass matrix is singular there, and the model's check finds which joints by the
+# compiled Jacobi rotations (raisimcli.model.pinocchio_model.singular_pose_warnings)
+_ALIGNED = """<?xml version="1.0"?>
+<robot name="aligned">
+  <link name="base"/>
+{}</robot>
+""".format("".join(f"""  <joint name="j{k}" type="revolute">
+    <parent link="{parent}"/><child link="l{k}"/><axis xyz="{axis}"/>
+    <limit lower="-1" upper="1" effort="10" velocity="1"/>
+  </joint>
+  <link name="l{k}">{inertial}</link>
+""" for k, (parent, axis, inertial) in enumerate((
+    ("base", "0 0 1", _MASS), ("l0", "1 0 0", ""), ("l1", "1 0 0", _MASS),
+    ("l2", "0 1 0", _MASS)))))
 
 def _commands(tmp: str) -> list:
     """The commands whose loops are shipped: every shipped scenario at its full length, the
     pendulum under each integration scheme, a floating body on the ground with each set of the
-    shapes of _PATCH_SHAPES and with all three and a hand of mimic fingers (the quick call's
-    versions for robots on the ground: with boxes, cylinders and convex meshes, as real robots'
-    feet and shins are; the files they need are written in `tmp`), and `inspect` of every
-    shipped robot."""
+    shapes of _PATCH_SHAPES, without and with a hand of mimic fingers (the quick call's versions
+    for robots on the ground: with boxes, cylinders and convex meshes, as real robots' feet and
+    shins are, and with a gripper's mimicking finger, as Panda's; the files they need are
+    written in `tmp`), and `inspect` of every shipped robot and of _ALIGNED."""
     import itertools
     scenarios = os.path.join(_CHECKOUT, "scenarios")
     robots = os.path.join(_CHECKOUT, "robots")
@@ -283,9 +303,9 @@ def _commands(tmp: str) -> list:
                          "--set", f'world.integration_scheme="{scheme}"'])
     import shutil
     shutil.copy(os.path.join(robots, "acme_description", "meshes", "base.stl"), tmp)
-    sets = [(kinds, False) for n in range(len(_PATCH_SHAPES) + 1)
+    sets = [(kinds, hand) for hand in (False, True) for n in range(len(_PATCH_SHAPES) + 1)
             for kinds in itertools.combinations(_PATCH_SHAPES, n)]
-    for kinds, hand in sets + [(tuple(_PATCH_SHAPES), True)]:
+    for kinds, hand in sets:
         name = "_".join(("shapes",) + kinds + (("hand",) if hand else ()))
         shapes = "".join(f"    <collision><origin xyz=\"0 0 {(k + 1) / 10}\"/><geometry>"
                          f"{_PATCH_SHAPES[kind]}</geometry></collision>\n"
@@ -297,6 +317,9 @@ def _commands(tmp: str) -> list:
         commands.append(["run", os.path.join(tmp, name + ".toml")])
     urdfs = [os.path.join(robots, n) for n in sorted(os.listdir(robots)) if n.endswith(".urdf")]
     urdfs.append(os.path.join(robots, "acme_description", "urdf", "acme_s400.urdf"))
+    urdfs.append(os.path.join(tmp, "aligned.urdf"))
+    with open(urdfs[-1], "w", encoding="utf-8") as f:
+        f.write(_ALIGNED)
     commands += [["inspect", path] for path in urdfs]
     return commands
 

@@ -63,12 +63,12 @@ def test_the_shipped_machine_code_is_made_from_these_sources():
     assert shipped == here, f"the shipped machine code is stale: {WRITE_AGAIN}"
 
 
-def _run_in_fresh_copy(tmp_path, args: list, base_env: dict | None = None) -> None:
+def _run_in_fresh_copy(tmp_path, args: list, base_env: dict | None = None):
     """Run `python *args` (in tmp_path) on a copy of the package without any cache, in
     `base_env` (os.environ) without its NUMBA_ variables but numba's cache log, and assert
     that it succeeded and compiled nothing: numba's log names the copy's cache, says "data
     loaded" and never "data saved". Skipped while the shipped code is stale (the first test
-    fails then)."""
+    fails then). Returns the finished process (its output captured as text)."""
     import raisimcli.jit as jit
     if _header()["conditions"]["digest"] != jit._digest().hex():
         pytest.skip(f"the shipped machine code is stale (the test above fails): {WRITE_AGAIN}")
@@ -83,6 +83,7 @@ def _run_in_fresh_copy(tmp_path, args: list, base_env: dict | None = None) -> No
     assert "data loaded" in done.stdout
     assert "data saved" not in done.stdout, \
         [line for line in done.stdout.splitlines() if "data saved" in line][:5]
+    return done
 
 
 def _assert_golden(out, names):
@@ -119,16 +120,28 @@ def test_a_library_program_runs_the_shipped_code_and_gives_the_golden_bits(tmp_p
 
 def test_a_body_on_the_ground_with_any_set_of_shapes_compiles_nothing(tmp_path):
     # the scenarios the archive was made with beyond the shipped ones: a floating body on the
-    # ground with each set of boxes, cylinders and meshes (the quick call's versions), and one
-    # with mimic fingers; a robot of one of these kinds (ANYmal's cylinders, Go2's meshes)
-    # starts without compiling
+    # ground with each set of boxes, cylinders and meshes (the quick call's versions), without
+    # and with a hand of mimic fingers; a robot of one of these kinds (ANYmal's cylinders, Go2's
+    # meshes, Panda's boxes and meshes with its mimicking finger) starts without compiling
     made = tmp_path / "made"
     made.mkdir()
     scenarios = [c[1] for c in precompiled._commands(str(made))
                  if c[0] == "run" and c[1].startswith(str(made))]
-    assert len(scenarios) == 9
+    assert len(scenarios) == 16
     _run_in_fresh_copy(tmp_path, ["-m", "raisimcli", "run", *scenarios, "-q",
                                   "-o", f"{tmp_path / 'logs'}{os.sep}"])
+
+
+def test_inspecting_a_robot_whose_mass_matrix_is_singular_compiles_nothing(tmp_path):
+    # a model whose mass matrix is singular at its nominal configuration (iCub's neck) is
+    # checked by the compiled Jacobi rotations (more than 3 DoFs), which the archive holds
+    made = tmp_path / "made"
+    made.mkdir()
+    urdf, = [c[1] for c in precompiled._commands(str(made))
+             if c[0] == "inspect" and c[1].startswith(str(made))]
+    done = _run_in_fresh_copy(tmp_path, ["-m", "raisimcli", "inspect", urdf])
+    assert "[singular-mass-matrix]" in done.stdout + done.stderr
+    assert "'j1', 'j2' can move together" in done.stdout + done.stderr
 
 
 @pytest.fixture
