@@ -1553,3 +1553,49 @@ def test_a_detection_with_more_contacts_than_its_first_arrays_keeps_them_all_in_
         assert cs.bodies_a[i] == body
         assert np.array_equal(cs.params[i], [0.7, 0.1, 0.02, 0.2, 1e-5])
         assert np.allclose(cs.frames[i], contact_frame(normal), atol=1e-15)
+
+
+def _roller(with_shape: bool) -> str:
+    # a cylinder on a horizontal hinge along its own axis (joint "roll", about y, 49.5 mm above
+    # the ground): its 50 mm radius dips 0.5 mm into the ground below the hinge; its mass sits
+    # off the axis, so gravity swings it as a pendulum. (Z1's second link in example-robot-data
+    # is such a cylinder.)
+    shape = ('<collision><origin rpy="1.5707963267948966 0 0"/><geometry>'
+             '<cylinder radius="0.05" length="0.1"/></geometry></collision>') if with_shape else ""
+    return f"""<robot name="roller">
+  <link name="world"/>
+  <joint name="roll" type="continuous"><parent link="world"/><child link="roller"/>
+    <origin xyz="0 0 0.0495"/><axis xyz="0 1 0"/></joint>
+  <link name="roller"><inertial><origin xyz="0.03 0 0.02"/><mass value="1.0"/>
+    <inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    {shape}</link>
+</robot>"""
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_a_contact_the_mechanism_cannot_move_along_gets_no_impulse(quick):
+    # The roller touches the ground below its hinge, where turning only moves it along the
+    # ground: no motion of the robot moves those points along the normal, so no impulse can push
+    # them out (their normal's Delassus entry is 0 or rounding, 1e-39 of the friction's). They
+    # get no impulse, and the robot moves as it does without the shape: the same trajectory (no
+    # other row sees the contacts, whose impulses stay 0). Before, the impulse that would meet
+    # the normal target was 1e21 N s at the second step, and the velocity 5e19 rad/s.
+    runs = []
+    for with_shape in (True, False):
+        w = World(0.001)
+        w.add_ground(0.0)
+        w.quick = quick
+        r = w.add_articulated_system(load_urdf_string(_roller(with_shape)))
+        r.set_state(np.zeros(1), np.array([0.5]))  # turning at 0.5 rad/s
+        states, impulses = [], []
+        for _ in range(300):
+            w.integrate()
+            states.append(np.concatenate([r.q, r.u]))
+            impulses.append([c.impulse for c in w.contacts])
+        runs.append((np.array(states), impulses))
+    (with_shape, impulses), (without, none) = runs
+    assert all(len(step) > 0 for step in impulses)  # it touches the ground at every step
+    assert all(len(step) == 0 for step in none)
+    assert np.all(np.array([np.abs(c).max() for step in impulses for c in step]) == 0.0)
+    assert np.abs(with_shape - without).max() <= 1e-12
+    assert np.ptp(without[:, 0]) > 0.1  # and gravity swings it

@@ -23,6 +23,16 @@ from raisimcli.physics.arctan import atan2
 SCALAR = 0
 CONTACT = 1
 
+# A row along which the mechanism cannot move gets no impulse: its diagonal entry of the Delassus
+# matrix G (for a contact, its normal's) at most IMMOBILE times G's largest diagonal entry, i.e.
+# its Jacobian row below 1e-10 of the largest one in the metric of M~^-1. Such a row is zero in
+# exact arithmetic, and what rounding leaves of it is no mobility: a cylinder that turns about
+# its own horizontal axis and dips into the ground under it (Z1's second link) cannot lift its
+# lowest points, whose normal entry came out as 0 at one step and 1e-39 of the largest at the
+# next, where the impulse meeting the target was 1e21 N s. A row that moves, however little
+# (1e-12 of the largest entry at a joint's singular pose), is solved as any other.
+IMMOBILE = 1e-20
+
 
 @kernel
 def _solve3(G, b0, b1, b2):
@@ -137,11 +147,18 @@ def block_gauss_seidel(G, Gc, v, lam, target, lo, hi, block_start, block_kind, b
     Returns (sweeps, largest velocity change of the last sweep). Gc holds G's columns as its
     rows (Gc[i, k] = G[k, i]): a change of impulse i moves every v[k] by G[k, i] d, read from
     one contiguous row, which the compiler can do several k at a time (each v[k] gets the same
-    one product and sum)."""
+    one product and sum). A row along which the mechanism cannot move (IMMOBILE: a scalar row's
+    diagonal entry, a contact's normal one) gets no impulse: no impulse can change its
+    velocity."""
     nb = block_start.shape[0]
     m = lam.shape[0]
     residual = 0.0
     sweeps = 0
+    largest = 0.0
+    for k in range(m):
+        if G[k, k] > largest:
+            largest = G[k, k]
+    floor = IMMOBILE * largest
     Gb, v0, new = scratch[0:3], scratch[3], scratch[4]
     for sweep in range(1, max_iterations + 1):
         sweeps = sweep
@@ -150,7 +167,7 @@ def block_gauss_seidel(G, Gc, v, lam, target, lo, hi, block_start, block_kind, b
             i = block_start[b]
             if block_kind[b] == SCALAR:
                 g = G[i, i]
-                if not g > 0.0:
+                if not g > floor:
                     # the mechanism cannot move along this row (a joint held still by a loop or
                     # by a mimic of multiplier 0): no impulse can change its velocity
                     continue
@@ -177,7 +194,12 @@ def block_gauss_seidel(G, Gc, v, lam, target, lo, hi, block_start, block_kind, b
                     for c in range(3):
                         acc -= Gb[r, c] * lam[i + c]
                     v0[r] = acc
-                solve_contact(Gb, v0, target[i + 2], block_mu[b], new)
+                if Gb[2, 2] > floor:
+                    solve_contact(Gb, v0, target[i + 2], block_mu[b], new)
+                else:  # the mechanism cannot move along the normal: no push, so no friction
+                    new[0] = 0.0
+                    new[1] = 0.0
+                    new[2] = 0.0
                 for c in range(3):
                     d = new[c] - lam[i + c]
                     if d != 0.0:
