@@ -286,6 +286,7 @@ _ALIGNED = """<?xml version="1.0"?>
     ("base", "0 0 1", _MASS), ("l0", "1 0 0", ""), ("l1", "1 0 0", _MASS),
     ("l2", "0 1 0", _MASS)))))
 
+
 def _commands(tmp: str) -> list:
     """The commands whose loops are shipped: every shipped scenario at its full length, the
     pendulum under each integration scheme, a floating body on the ground with each set of the
