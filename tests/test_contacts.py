@@ -1599,3 +1599,24 @@ def test_a_contact_the_mechanism_cannot_move_along_gets_no_impulse(quick):
     assert np.all(np.array([np.abs(c).max() for step in impulses for c in step]) == 0.0)
     assert np.abs(with_shape - without).max() <= 1e-12
     assert np.ptp(without[:, 0]) > 0.1  # and gravity swings it
+
+
+def test_links_that_start_inside_each_other_are_reported_by_how_deep():
+    # two spheres of radius 0.1 m whose centres are 0.15 m apart overlap by 2 r - d = 0.05 m;
+    # apart once the arm turns them apart, and not listed once their pair is left out
+    from models import folded_arm_urdf
+    w = World(0.001, (0, 0, 0))
+    r = w.add_articulated_system(load_urdf_string(folded_arm_urdf()))
+    w.configure_contacts(r, self_collision=True)
+    (a, b, depth), = w.contact_world.self_overlaps(r)
+    assert (a, b) == ("base", "lower")
+    assert depth == pytest.approx(0.05, abs=1e-12)
+    q = r.get_generalized_coordinate()
+    q[r.coordinate_names.index("fold")] = math.pi / 2  # centres 0.206 m apart
+    r.set_state(q, np.zeros(r.nv))
+    assert w.contact_world.self_overlaps(r) == []
+    r.set_state(r.model.neutral_configuration(), np.zeros(r.nv))
+    w.configure_contacts(r, self_collision=True, excluded_pairs=[("lower", "base")])
+    assert w.contact_world.self_overlaps(r) == []
+    w.configure_contacts(r, self_collision=False)
+    assert w.contact_world.self_overlaps(r) == []

@@ -709,3 +709,65 @@ def test_rows_copied_from_the_step_record_are_the_getters_rows(tmp_path, scenari
                 assert np.asarray(x).tolist() == np.asarray(y).tolist(), n
             else:
                 assert x.tobytes() == y.tobytes(), n
+
+
+FOLDED = """schema_version = 1
+[world]
+dt = 0.001
+duration = 0.2
+gravity = [0.0, 0.0, 0.0]
+[[robot]]
+name = "arm"
+urdf = "folded.urdf"
+self_collision = true
+{extra}
+[robot.initial]
+u = {{ turn = 1.0 }}
+"""
+
+
+def test_self_collision_of_links_that_start_inside_each_other_is_refused_with_the_exclusion(
+        tmp_path):
+    # base and lower overlap by 50 mm at the start (tests/models.py): a contact cannot part
+    # them, so the run stops before it starts (exit 2, no log, an earlier log untouched) and
+    # names the pair and the line that leaves it out; that line, pasted, runs
+    from models import folded_arm_urdf
+    (tmp_path / "folded.urdf").write_text(folded_arm_urdf())
+    scn = write(tmp_path, FOLDED.format(extra=""))
+    log = tmp_path / "log.h5"
+    log.write_bytes(b"an earlier log")
+    r = run("run", scn, "-o", log, "-q")
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+    assert f"{scn}: robot[0].self_collision: 1 pair of links of robot 'arm' overlap at its " \
+           "initial state: 'base' and 'lower' (50 mm)" in r.output
+    line = 'self_collision_exclude = [["base", "lower"]]'
+    assert line in r.output
+    assert log.read_bytes() == b"an earlier log"
+    fixed = write(tmp_path, FOLDED.format(extra=line), "fixed.toml")
+    r = run("run", fixed, "-o", log, "-q")
+    assert r.exit_code == 0, r.output
+    # starting apart (fold at pi/2) needs no exclusion
+    apart = write(tmp_path, FOLDED.format(extra="").replace(
+        "u = {", "q = { fold = 1.5707963267948966 }\nu = {"), "apart.toml")
+    r = run("run", apart, "-o", log, "-q")
+    assert r.exit_code == 0, r.output
+
+
+def test_the_overlap_check_changes_nothing_of_a_run(tmp_path, monkeypatch):
+    # the check detects contacts once before the first step: the log is the same without it
+    from models import folded_arm_urdf
+    from raisimcli.scenario import runner
+    (tmp_path / "folded.urdf").write_text(folded_arm_urdf())
+    scn = write(tmp_path, FOLDED.format(extra="").replace(
+        "u = {", "q = { fold = 1.5707963267948966 }\nu = {").replace(
+        "u = { turn = 1.0 }", "u = { fold = -3.0 }"))  # (the arm swings into the base)
+    assert run("run", scn, "-o", tmp_path / "a.h5", "-q", "--set",
+               'log.signals=["state", "contacts"]').exit_code == 0
+    monkeypatch.setattr(runner, "_check_self_overlaps", lambda *a: None)
+    assert run("run", scn, "-o", tmp_path / "b.h5", "-q", "--set",
+               'log.signals=["state", "contacts"]').exit_code == 0
+    with h5py.File(tmp_path / "a.h5") as a:
+        assert a["contacts/count"][:].max() > 0  # (the self-collision happens)
+    r = run("compare", tmp_path / "a.h5", tmp_path / "b.h5", "--rtol", "0", "--atol", "0")
+    assert r.exit_code == 0, r.output

@@ -452,6 +452,25 @@ class ContactWorld:
         self.robots.append(RobotShapes(system, shapes, self_collision, excluded))
         self._robots_version += 1
 
+    def self_overlaps(self, system) -> list[tuple[str, str, float]]:
+        """The pairs of links of `system` that collide with each other (self-collision on, not
+        excluded) and whose shapes overlap at the current state: (link, link, the deepest
+        overlap in m), deepest first. A contact cannot part two shapes that start inside each
+        other: its target pushes them apart at once, and where the robot can hardly move them
+        apart, or several such points pull against each other, the impulses grow without bound
+        (of the 35 robots of example-robot-data standing with self-collision, 14 diverged in
+        their first 0.11 s, and none once these pairs were left out; Kinova's also needs a pair
+        that only touches, 5e-15 m in, which diverged at its third step). Real robots' collision
+        meshes overlap at rest (neighbours of neighbours: a thigh's hull and the base's), so
+        such pairs are usually left out (self-collision's `excluded_pairs`)."""
+        deepest: dict[tuple[str, str], float] = {}
+        found = self.detect()
+        for m, d in zip(found.meta, found.distance.tolist()):
+            if m[0] is system and m[3] is system and d < 0.0:
+                key = tuple(sorted((m[2], m[5])))
+                deepest[key] = max(deepest.get(key, 0.0), -d)
+        return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda x: (-x[2], x[:2]))
+
     def remove_robot(self, system) -> None:
         self.robots = [r for r in self.robots if r.system is not system]
         self._robots_version += 1

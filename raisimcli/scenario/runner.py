@@ -164,7 +164,29 @@ def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
         if r.materials or r.self_collision:
             w.configure_contacts(system, r.materials, r.self_collision, r.self_collision_exclude)
         drivers.append(_RobotDriver(r, system, f"{scn.path}: robot[{len(drivers)}]"))
+    for i, (r, d) in enumerate(zip(scn.robots, drivers)):  # (all of them in their places)
+        if r.self_collision:
+            _check_self_overlaps(w, r, d.system, f"{scn.path}: robot[{i}]")
     return w, drivers
+
+
+def _check_self_overlaps(w: World, r, system: ArticulatedSystem, where: str) -> None:
+    """A robot with self-collision whose links overlap at its initial state: an error naming
+    them and the exclusions to add (ContactWorld.self_overlaps: such contacts cannot be
+    solved)."""
+    overlaps = w.contact_world.self_overlaps(system)
+    if not overlaps:
+        return
+    shown = "; ".join(f"{a!r} and {b!r} ({depth * 1e3:.3g} mm)" for a, b, depth in overlaps[:8])
+    more = f"; and {len(overlaps) - 8} more" if len(overlaps) > 8 else ""
+    pairs = [list(p) for p in r.self_collision_exclude] + [[a, b] for a, b, _ in overlaps]
+    exclude = "[" + ", ".join(f'["{a}", "{b}"]' for a, b in pairs) + "]"
+    n = len(overlaps)
+    raise ScenarioError(
+        f"{where}.self_collision: {n} pair{'s' if n > 1 else ''} of links of robot "
+        f"{system.name!r} overlap at its initial state: {shown}{more}. A contact cannot part "
+        "shapes that start inside each other (the run would jolt or diverge); leave them out "
+        f"with self_collision_exclude = {exclude}, or start where they are apart")
 
 
 def _diverged(drivers, t) -> str | None:
@@ -312,4 +334,3 @@ def _with_log(e: BaseException, writer: LogWriter) -> BaseException:
     e.log_path = writer.path
     e.kept = writer.replaced
     return e
-
