@@ -1620,3 +1620,23 @@ def test_links_that_start_inside_each_other_are_reported_by_how_deep():
     assert w.contact_world.self_overlaps(r) == []
     w.configure_contacts(r, self_collision=False)
     assert w.contact_world.self_overlaps(r) == []
+
+
+def test_two_robots_that_start_inside_each_other_are_reported_by_how_deep():
+    # two balls of radius 0.1 m (box_urdf's sphere), centres 0.15 m apart: 0.05 m deep, the
+    # robot added first named first; apart at 0.25 m
+    w = World(0.001, (0, 0, 0))
+    a = w.add_articulated_system(load_urdf_string(box_urdf(size=(0.1,) * 3, shape="sphere")),
+                                 name="a")
+    b = w.add_articulated_system(load_urdf_string(box_urdf(size=(0.1,) * 3, shape="sphere")),
+                                 name="b")
+    q = b.get_generalized_coordinate()
+    q[0] = 0.15
+    b.set_state(q, np.zeros(6))
+    (sa, la, sb, lb, depth), = w.contact_world.overlaps()
+    assert (sa, la, sb, lb) == (a, "body", b, "body")
+    assert depth == pytest.approx(0.05, abs=1e-12)
+    assert w.contact_world.self_overlaps(a) == []  # (no self-collision)
+    q[0] = 0.25
+    b.set_state(q, np.zeros(6))
+    assert w.contact_world.overlaps() == []

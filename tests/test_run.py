@@ -724,6 +724,8 @@ self_collision = true
 [robot.initial]
 u = {{ turn = 1.0 }}
 """
+# (the same arm starting with fold at pi/2: its balls 0.206 m apart)
+FOLDED_APART = FOLDED.format(extra="").replace("u = {", "q = { fold = 1.5707963267948966 }\nu = {")
 
 
 def test_self_collision_of_links_that_start_inside_each_other_is_refused_with_the_exclusion(
@@ -748,26 +750,58 @@ def test_self_collision_of_links_that_start_inside_each_other_is_refused_with_th
     r = run("run", fixed, "-o", log, "-q")
     assert r.exit_code == 0, r.output
     # starting apart (fold at pi/2) needs no exclusion
-    apart = write(tmp_path, FOLDED.format(extra="").replace(
-        "u = {", "q = { fold = 1.5707963267948966 }\nu = {"), "apart.toml")
+    apart = write(tmp_path, FOLDED_APART, "apart.toml")
     r = run("run", apart, "-o", log, "-q")
     assert r.exit_code == 0, r.output
 
 
-def test_the_overlap_check_changes_nothing_of_a_run(tmp_path, monkeypatch):
+TWO_BALLS = """schema_version = 1
+[world]
+dt = 0.001
+duration = 0.3
+gravity = [0.0, 0.0, 0.0]
+[[robot]]
+name = "left"
+urdf = "ball.urdf"
+[[robot]]
+name = "right"
+urdf = "ball.urdf"
+[robot.initial]
+q = {{ "root.x" = {x} }}
+u = {{ "root.vx" = -1.0 }}
+"""
+
+
+def test_robots_that_start_inside_each_other_are_refused(tmp_path):
+    # two balls of radius 0.1 m, 0.15 m apart: 50 mm deep (exit 2, nothing written); 0.25 m
+    # apart, the right one rolls into the left one, which is a run like any other
+    from test_contacts import box_urdf
+    (tmp_path / "ball.urdf").write_text(box_urdf(size=(0.1,) * 3, shape="sphere"))
+    r = run("run", write(tmp_path, TWO_BALLS.format(x=0.15)), "-o", tmp_path / "log.h5", "-q")
+    assert r.exit_code == 2, r.output
+    assert "robot[1].initial: robots 'left' (robot[0]) and 'right' overlap at their initial " \
+           "states, 1 pair of links (left first): 'body' and 'body' (50 mm)" in r.output
+    assert "start them apart" in r.output and not (tmp_path / "log.h5").exists()
+    r = run("run", write(tmp_path, TWO_BALLS.format(x=0.25)), "-o", tmp_path / "log.h5", "-q")
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("case", ["self", "two robots"])
+def test_the_overlap_check_changes_nothing_of_a_run(tmp_path, monkeypatch, case):
     # the check detects contacts once before the first step: the log is the same without it
     from models import folded_arm_urdf
+    from test_contacts import box_urdf
     from raisimcli.scenario import runner
     (tmp_path / "folded.urdf").write_text(folded_arm_urdf())
-    scn = write(tmp_path, FOLDED.format(extra="").replace(
-        "u = {", "q = { fold = 1.5707963267948966 }\nu = {").replace(
-        "u = { turn = 1.0 }", "u = { fold = -3.0 }"))  # (the arm swings into the base)
-    assert run("run", scn, "-o", tmp_path / "a.h5", "-q", "--set",
-               'log.signals=["state", "contacts"]').exit_code == 0
-    monkeypatch.setattr(runner, "_check_self_overlaps", lambda *a: None)
-    assert run("run", scn, "-o", tmp_path / "b.h5", "-q", "--set",
-               'log.signals=["state", "contacts"]').exit_code == 0
+    (tmp_path / "ball.urdf").write_text(box_urdf(size=(0.1,) * 3, shape="sphere"))
+    scn = write(tmp_path, FOLDED_APART.replace("u = { turn = 1.0 }", "u = { fold = -3.0 }")
+                if case == "self" else TWO_BALLS.format(x=0.25))  # (the arm swings into the
+    # base; the balls meet)
+    signals = 'log.signals=["state", "contacts"]'
+    assert run("run", scn, "-o", tmp_path / "a.h5", "-q", "--set", signals).exit_code == 0
+    monkeypatch.setattr(runner, "_check_overlaps", lambda *a: None)
+    assert run("run", scn, "-o", tmp_path / "b.h5", "-q", "--set", signals).exit_code == 0
     with h5py.File(tmp_path / "a.h5") as a:
-        assert a["contacts/count"][:].max() > 0  # (the self-collision happens)
+        assert a["contacts/count"][:].max() > 0  # (the collision happens)
     r = run("compare", tmp_path / "a.h5", tmp_path / "b.h5", "--rtol", "0", "--atol", "0")
     assert r.exit_code == 0, r.output

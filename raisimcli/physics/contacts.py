@@ -452,24 +452,39 @@ class ContactWorld:
         self.robots.append(RobotShapes(system, shapes, self_collision, excluded))
         self._robots_version += 1
 
-    def self_overlaps(self, system) -> list[tuple[str, str, float]]:
-        """The pairs of links of `system` that collide with each other (self-collision on, not
-        excluded) and whose shapes overlap at the current state: (link, link, the deepest
-        overlap in m), deepest first. A contact cannot part two shapes that start inside each
-        other: its target pushes them apart at once, and where the robot can hardly move them
-        apart, or several such points pull against each other, the impulses grow without bound
-        (of the 35 robots of example-robot-data standing with self-collision, 14 diverged in
-        their first 0.11 s, and none once these pairs were left out; Kinova's also needs a pair
-        that only touches, 5e-15 m in, which diverged at its third step). Real robots' collision
-        meshes overlap at rest (neighbours of neighbours: a thigh's hull and the base's), so
-        such pairs are usually left out (self-collision's `excluded_pairs`)."""
-        deepest: dict[tuple[str, str], float] = {}
+    def overlaps(self) -> list[tuple]:
+        """The pairs of robots' links that collide (two robots, or one robot's own with
+        self-collision on and the pair not excluded) and whose shapes overlap at the current
+        state: (system, link, other system, its link, the deepest overlap in m), deepest first;
+        a robot before the robots added after it, and one robot's own links in name order.
+
+        A contact cannot part two shapes that start inside each other: its target pushes them
+        apart at once, and where the robots can hardly move them apart, or several such points
+        pull against each other, the impulses grow without bound. Of the 35 robots of
+        example-robot-data standing with self-collision, 14 diverged in their first 0.11 s, and
+        none once these pairs were left out (Kinova's also needed a pair that only touches,
+        5e-15 m in, which diverged at its third step); two ANYmal C started 0.2 and 0.6 m apart
+        diverged at 0.15 and 0.055 s. Real robots' collision meshes overlap at rest (neighbours
+        of neighbours: a thigh's hull and the base's), so such pairs of one robot are usually
+        left out (self-collision's `excluded_pairs`)."""
+        order = {id(rs.system): k for k, rs in enumerate(self.robots)}
+        deepest: dict[tuple, float] = {}
         found = self.detect()
         for m, d in zip(found.meta, found.distance.tolist()):
-            if m[0] is system and m[3] is system and d < 0.0:
-                key = tuple(sorted((m[2], m[5])))
-                deepest[key] = max(deepest.get(key, 0.0), -d)
-        return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda x: (-x[2], x[:2]))
+            if m[3] is None or not d < 0.0:  # (the ground, a static box; apart)
+                continue
+            a, b = (m[0], m[2]), (m[3], m[5])
+            if (order[id(a[0])], a[1]) > (order[id(b[0])], b[1]):
+                a, b = b, a
+            key = (*a, *b)
+            deepest[key] = max(deepest.get(key, 0.0), -d)
+        return sorted(((*k, d) for k, d in deepest.items()),
+                      key=lambda x: (-x[4], order[id(x[0])], x[1], order[id(x[2])], x[3]))
+
+    def self_overlaps(self, system) -> list[tuple[str, str, float]]:
+        """overlaps() of `system`'s own links: (link, link, the deepest overlap in m)."""
+        return [(la, lb, d) for sa, la, sb, lb, d in self.overlaps()
+                if sa is system and sb is system]
 
     def remove_robot(self, system) -> None:
         self.robots = [r for r in self.robots if r.system is not system]

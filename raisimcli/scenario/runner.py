@@ -164,29 +164,38 @@ def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
         if r.materials or r.self_collision:
             w.configure_contacts(system, r.materials, r.self_collision, r.self_collision_exclude)
         drivers.append(_RobotDriver(r, system, f"{scn.path}: robot[{len(drivers)}]"))
-    for i, (r, d) in enumerate(zip(scn.robots, drivers)):  # (all of them in their places)
-        if r.self_collision:
-            _check_self_overlaps(w, r, d.system, f"{scn.path}: robot[{i}]")
+    if any(r.self_collision for r in scn.robots) or len(drivers) > 1:
+        _check_overlaps(w, scn, drivers)
     return w, drivers
 
 
-def _check_self_overlaps(w: World, r, system: ArticulatedSystem, where: str) -> None:
-    """A robot with self-collision whose links overlap at its initial state: an error naming
-    them and the exclusions to add (ContactWorld.self_overlaps: such contacts cannot be
-    solved)."""
-    overlaps = w.contact_world.self_overlaps(system)
+def _check_overlaps(w: World, scn: ResolvedScenario, drivers: list) -> None:
+    """Robots whose links overlap at their initial states, each other's or one robot's own
+    with self-collision: an error naming them, with the exclusions to add or the robots to
+    move (ContactWorld.overlaps: such contacts cannot be solved)."""
+    overlaps = w.contact_world.overlaps()
     if not overlaps:
         return
-    shown = "; ".join(f"{a!r} and {b!r} ({depth * 1e3:.3g} mm)" for a, b, depth in overlaps[:8])
-    more = f"; and {len(overlaps) - 8} more" if len(overlaps) > 8 else ""
-    pairs = [list(p) for p in r.self_collision_exclude] + [[a, b] for a, b, _ in overlaps]
-    exclude = "[" + ", ".join(f'["{a}", "{b}"]' for a, b in pairs) + "]"
-    n = len(overlaps)
+    index = {id(d.system): i for i, d in enumerate(drivers)}
+    sa, _, sb, _, _ = overlaps[0]  # (the deepest pair's robots: their pairs, deepest first)
+    pairs = [(la, lb, depth) for a, la, b, lb, depth in overlaps if a is sa and b is sb]
+    i, j, n = index[id(sa)], index[id(sb)], len(pairs)
+    shown = "; ".join(f"{a!r} and {b!r} ({depth * 1e3:.3g} mm)" for a, b, depth in pairs[:8])
+    more = f"; and {n - 8} more" if n > 8 else ""
+    if sa is sb:
+        r = scn.robots[i]
+        lines = [list(p) for p in r.self_collision_exclude] + [[a, b] for a, b, _ in pairs]
+        exclude = "[" + ", ".join(f'["{a}", "{b}"]' for a, b in lines) + "]"
+        raise ScenarioError(
+            f"{scn.path}: robot[{i}].self_collision: {n} pair{'s' if n > 1 else ''} of links "
+            f"of robot {sa.name!r} overlap at its initial state: {shown}{more}. A contact cannot "
+            "part shapes that start inside each other (the run would jolt or diverge); leave "
+            f"them out with self_collision_exclude = {exclude}, or start where they are apart")
     raise ScenarioError(
-        f"{where}.self_collision: {n} pair{'s' if n > 1 else ''} of links of robot "
-        f"{system.name!r} overlap at its initial state: {shown}{more}. A contact cannot part "
-        "shapes that start inside each other (the run would jolt or diverge); leave them out "
-        f"with self_collision_exclude = {exclude}, or start where they are apart")
+        f"{scn.path}: robot[{j}].initial: robots {sa.name!r} (robot[{i}]) and {sb.name!r} "
+        f"overlap at their initial states, {n} pair{'s' if n > 1 else ''} of links ({sa.name} "
+        f"first): {shown}{more}. A contact cannot part shapes that start inside each other "
+        "(the run would jolt or diverge); start them apart (their [robot.initial] q)")
 
 
 def _diverged(drivers, t) -> str | None:
