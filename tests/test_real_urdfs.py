@@ -242,3 +242,54 @@ def test_icub_s_aligned_neck_is_reported_and_a_regular_robot_needs_no_rotations(
     from conftest import robot
     model = load_urdf(robot("quadruped.urdf"))
     assert not [w for w in model.warnings if w.code == "singular-mass-matrix"]
+
+
+def test_z1_with_the_ground_at_its_second_joint_stands_still():
+    """Z1's second link is a cylinder about its joint's axis; with the ground 0.5 mm above its
+    lowest point, no motion of the arm lifts the points under the joint (their normal's Delassus
+    entry is rounding). They get no impulse, so the arm holds its pose under PD (within the
+    sag of kp = 100 against gravity: 0.0175 rad at joint4), touching the ground and at rest
+    (it diverged at its second step, q = -1.5e28, when they got 1e21 N s)."""
+    from raisimcli.physics import World
+    w = World(0.001)
+    s = w.add_articulated_system(load_urdf(os.path.join(ERD, "z1_description", "urdf",
+                                                        "z1.urdf")))
+    w.add_ground(0.0715)  # (the cylinder's lowest point: 0.071 m)
+    s.set_pd_gains(np.full(s.nv, 100.0), np.full(s.nv, 5.0))
+    s.set_pd_target(s.q.copy(), np.zeros(s.nv))
+    for _ in range(200):
+        w.integrate()
+    assert len(w.contacts) > 0
+    assert np.abs(s.q).max() < 0.02 and np.abs(s.u).max() < 1e-2
+
+
+def test_talos_with_self_collision_is_refused_until_its_overlapping_pairs_are_left_out(
+        tmp_path):
+    """Talos's collision meshes overlap at rest (31 pairs, up to 93 mm): with self-collision it
+    diverged within 2 ms. The run is refused, naming the pairs; with the line it gives pasted,
+    the robot stands."""
+    urdf = os.path.join(ERD, "talos_data", "robots", "talos_full_v2.urdf")
+    text = f"""schema_version = 1
+[world]
+dt = 0.001
+duration = 0.1
+[world.ground]
+height = -1.08
+[[robot]]
+name = "talos"
+urdf = "{urdf}"
+self_collision = true
+{{}}
+[robot.pd]
+kp = 100.0
+kd = 5.0
+"""
+    scn = tmp_path / "talos.toml"
+    scn.write_text(text.format(""))
+    r = CliRunner().invoke(cli, ["run", str(scn), "-q", "-o", str(tmp_path / "t.h5")])
+    assert r.exit_code == 2
+    assert "robot[0].self_collision: 31 pairs of links of robot 'talos' overlap" in r.output
+    line = r.output[r.output.index("self_collision_exclude = "):].split("]], ")[0] + "]]"
+    scn.write_text(text.format(line))
+    r = CliRunner().invoke(cli, ["run", str(scn), "-q", "-o", str(tmp_path / "t.h5"), "--json"])
+    assert r.exit_code == 0, r.output
