@@ -22,6 +22,7 @@ from raisimcli.physics.articulated_system import ArticulatedSystem
 from raisimcli.scenario.loader import ResolvedRobot, ResolvedScenario
 
 DIVERGENCE_LIMIT = 1e8  # |q| or |u| beyond this is an exploding state
+IMPULSE_LIMIT = 1e6  # N s: a contact impulse beyond this in a diverging step is its cause
 
 
 @dataclass
@@ -210,6 +211,26 @@ def _diverged(drivers, t) -> str | None:
     return None
 
 
+def _unbounded_impulses(contacts) -> str:
+    """When the diverging step's contact impulses are beyond any physical one (IMPULSE_LIMIT),
+    the largest with its two links, to add to the divergence's message: where to look."""
+    if not len(contacts):
+        return ""
+    sizes = np.sqrt((np.nan_to_num(contacts.impulse, nan=np.inf) ** 2).sum(axis=1))
+    k = int(np.argmax(sizes))
+    if not sizes[k] > IMPULSE_LIMIT:
+        return ""
+    system, _, link, other, _, name = contacts.meta[k]
+    if other is system:
+        where = f"links {link!r} and {name!r} of robot {system.name!r}"
+    else:
+        where = f"link {link!r} of robot {system.name!r} and " + (
+            f"link {name!r} of robot {other.name!r}" if other is not None else
+            "the ground" if name == "ground" else f"the box {name!r}")
+    return (f"; the step's contact impulses were unbounded, the largest {sizes[k]:.3g} N s "
+            f"between {where}")
+
+
 class _StopRequest:
     """SIGINT, SIGTERM and SIGHUP set a flag that the run loop reads between steps, so that an
     interrupt never lands in the middle of a step, of a log row or of closing the log (in the
@@ -304,6 +325,7 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
                 w.integrate2()
             msg = _diverged(drivers, t + dt)
             if msg is not None:
+                msg += _unbounded_impulses(w.contacts)
                 writer.append(k)
                 status, message = "diverged", msg
                 k += 1
