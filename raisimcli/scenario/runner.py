@@ -216,7 +216,9 @@ def _unbounded_impulses(contacts) -> str:
     the largest with its two links, to add to the divergence's message: where to look."""
     if not len(contacts):
         return ""
-    sizes = np.sqrt((np.nan_to_num(contacts.impulse, nan=np.inf) ** 2).sum(axis=1))
+    impulse = contacts.impulse
+    with np.errstate(over="ignore"):  # (an impulse past 1e154 squares to inf: still beyond)
+        sizes = np.sqrt((np.where(np.isfinite(impulse), impulse, np.inf) ** 2).sum(axis=1))
     k = int(np.argmax(sizes))
     if not sizes[k] > IMPULSE_LIMIT:
         return ""
