@@ -312,13 +312,15 @@ def test_sigint_leaves_readable_interrupted_log(tmp_path, sig, group):
 def test_sigkill_leaves_no_corrupt_file_under_the_final_name(tmp_path):
     p = write(tmp_path, QUAD.format(steps=10_000_000))
     out = tmp_path / "long.h5"
-    out.write_bytes(b"previous content")  # what was there before is not corrupted either
+    short = write(tmp_path, QUAD.format(steps=5), "short.toml")
+    assert run("run", short, "-q", "-o", out).exit_code == 0
+    previous = out.read_bytes()  # an earlier log there is not corrupted either
     proc = _spawn(["run", p, "-q", "-o", out], tmp_path)
     assert _wait_for_rows(tmp_path)
     time.sleep(1.0)
     proc.kill()
     proc.wait(timeout=30)
-    assert out.read_bytes() == b"previous content"
+    assert out.read_bytes() == previous
 
 
 CONTROLLER_PD = """
@@ -737,7 +739,10 @@ def test_self_collision_of_links_that_start_inside_each_other_is_refused_with_th
     (tmp_path / "folded.urdf").write_text(folded_arm_urdf())
     scn = write(tmp_path, FOLDED.format(extra=""))
     log = tmp_path / "log.h5"
-    log.write_bytes(b"an earlier log")
+    # starting apart (fold at pi/2) needs no exclusion: the earlier log
+    apart = write(tmp_path, FOLDED_APART, "apart.toml")
+    assert run("run", apart, "-o", log, "-q").exit_code == 0
+    earlier = log.read_bytes()
     r = run("run", scn, "-o", log, "-q")
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output
@@ -745,13 +750,9 @@ def test_self_collision_of_links_that_start_inside_each_other_is_refused_with_th
            "initial state: 'base' and 'lower' (50 mm)" in r.output
     line = 'self_collision_exclude = [["base", "lower"]]'
     assert line in r.output
-    assert log.read_bytes() == b"an earlier log"
+    assert log.read_bytes() == earlier
     fixed = write(tmp_path, FOLDED.format(extra=line), "fixed.toml")
     r = run("run", fixed, "-o", log, "-q")
-    assert r.exit_code == 0, r.output
-    # starting apart (fold at pi/2) needs no exclusion
-    apart = write(tmp_path, FOLDED_APART, "apart.toml")
-    r = run("run", apart, "-o", log, "-q")
     assert r.exit_code == 0, r.output
 
 

@@ -141,6 +141,7 @@ def compare_folders(golden_dir: str, new_dir: str, *, scheduler=None, **options)
             else:
                 parts = [f"{len(c.failures)} datasets differ"] if c.failures else []
                 parts += [f"{len(c.attributes)} attributes differ"] if c.attributes else []
+                parts += c.status_failures
                 out.pairs.append(LogPair(n, "fail", (", ".join(parts) or "the logs match") + stale,
                                          c))
     return out

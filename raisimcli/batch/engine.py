@@ -38,6 +38,8 @@ class Scheduler:
     @staticmethod
     def from_options(jobs: int | None, address: str | None) -> "Scheduler":
         address = address or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+        if address is not None:
+            _check_address(address)
         return Scheduler(jobs=jobs or os.cpu_count() or 1, address=address)
 
     def describe(self) -> str:
@@ -66,11 +68,17 @@ class Cluster:
             # Dask's statistical profiler samples the worker's threads every 10 ms: on our step,
             # which is mostly Python, it cost 35 % of a case (benchmarks/sweep.py). Off; the
             # workers get this configuration from the nanny that starts them.
+            # TLS with a certificate made for this cluster alone and kept in memory: the
+            # scheduler (on 127.0.0.1) accepts only this client and its own workers, so that no
+            # other user of the machine can join it and run code on a worker
+            from distributed.security import Security
+            security = Security.temporary()
             with dask.config.set({"distributed.worker.profile.enabled": False}):
                 self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                            dashboard_address=None,
+                                            dashboard_address=None, host="127.0.0.1",
+                                            protocol="tls://", security=security,
                                             silence_logs=logging.CRITICAL, memory_limit=0)
-            self.client = Client(self.cluster)
+            self.client = Client(self.cluster, security=security)
 
     def __enter__(self):
         return self
@@ -86,34 +94,65 @@ class Cluster:
                 self.cluster.close(timeout=10)
 
 
+def _check_address(address: str) -> None:
+    """A Dask scheduler address: [protocol://]host:port (UsageError otherwise)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    try:
+        protocol, location = parse_address(address)
+        if protocol in ("tcp", "tls", "ws", "wss", "ucx"):
+            parse_host_port(location)
+        elif protocol != "inproc":
+            raise ValueError(f"unknown protocol {protocol!r}")
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"--scheduler {address!r}: not the address of a Dask scheduler "
+                         f"(expected tcp://HOST:PORT: {e})") from None
+
+
 def log_name(out_dir: str, name: str, status: str) -> str:
     return os.path.join(out_dir, f"{name}.h5" if status == "complete" else f"{name}.{status}.h5")
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """`data` at `path` whole or not at all: a temporary file beside it, synced, then renamed."""
-    folder, base = os.path.split(path)
-    tmp = os.path.join(folder, f".{base}.tmp-{os.getpid()}")
+def is_index(path: str) -> bool:
+    """Whether `path` is an index of ours (index.csv or index.parquet): its columns start with
+    `case` and include `resolved_sha256` (a Parquet file names its columns at its end)."""
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        with open(path, "rb") as f:
+            if path.endswith(".csv"):
+                head = f.readline(1 << 16)
+                return head.startswith(b"case,") and b",resolved_sha256" in head
+            f.seek(max(0, os.path.getsize(path) - (1 << 16)))
+            tail = f.read()
+    except OSError:
+        return False
+    return tail.endswith(b"PAR1") and b"resolved_sha256" in tail
+
+
+def check_outputs(out_dir: str, names: list[str], inputs: tuple) -> None:
+    """Before any case runs: each log the cases may write, and the index, is either absent or a
+    file of ours, and none is one of the inputs (UsageError naming it)."""
+    from raisimcli.log.writer import is_log
+    from raisimcli.writing import check_output
+    if not os.path.isdir(out_dir):
+        return
+    for name in names:
+        for status in ("complete",) + FAILED_STATUSES:
+            path = log_name(out_dir, name, status)
+            if os.path.lexists(path):
+                check_output(path, "-o", "log", is_log, inputs)
+    for index in (INDEX_CSV, INDEX_PARQUET):
+        path = os.path.join(out_dir, index)
+        if os.path.lexists(path):
+            check_output(path, "-o", "index", is_index, inputs)
 
 
 def store_log(out_dir: str, r: CaseResult) -> str | None:
     """Write a case's log into `out_dir` (see the module's docstring); its file name or None."""
     if r.log is None:
         return None
+    from raisimcli.log.writer import is_log
+    from raisimcli.writing import write_bytes
     path = log_name(out_dir, r.name, r.status)
-    write_atomically(path, r.log)
+    write_bytes(path, r.log, "-o", "log", is_log)
     if r.status == "complete":  # earlier runs' failed logs of this case are stale now
         for s in FAILED_STATUSES:
             stale = log_name(out_dir, r.name, s)
@@ -228,7 +267,8 @@ def write_index(out_dir: str, rows: list[dict]) -> list[str]:
     for row in rows:
         w.writerow({k: (_fmt(v) if isinstance(v, float) else v) for k, v in row.items()})
     written = [os.path.join(out_dir, INDEX_CSV)]
-    write_atomically(written[0], buf.getvalue().encode())
+    from raisimcli.writing import write_bytes
+    write_bytes(written[0], buf.getvalue().encode(), "-o", "index", is_index)
     try:
         import pandas as pd
         import pyarrow  # noqa: F401
@@ -241,7 +281,7 @@ def write_index(out_dir: str, rows: list[dict]) -> list[str]:
     pbuf = io.BytesIO()
     frame.to_parquet(pbuf, index=False)
     written.append(os.path.join(out_dir, INDEX_PARQUET))
-    write_atomically(written[1], pbuf.getvalue())
+    write_bytes(written[1], pbuf.getvalue(), "-o", "index", is_index)
     return written
 
 

@@ -23,13 +23,15 @@ import itertools
 import math
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 
 import pydantic
 
 from raisimcli.errors import ScenarioError, did_you_mean
 from raisimcli.scenario import schema as S
+from raisimcli.toml_file import read_toml
+
+MAX_CASES = 100_000  # the cases of one sweep
 
 TOP_LEVEL_KEYS = ("scenario", "set", "seeds", "grid", "case")
 # characters kept in a case name as they are (file names on every system); others become "_"
@@ -139,22 +141,16 @@ def case_name(values: list[tuple[str, object]], short: dict[str, str]) -> str:
 def load_sweep(path: str) -> Sweep:
     """Read and check a sweep file; every error is a ScenarioError naming the file and key."""
     path = os.path.abspath(os.fspath(path))
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.loads(f.read().decode("utf-8-sig"))
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: sweep file not found") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{path}: expected a sweep file, got a directory") from None
-    except UnicodeDecodeError as e:
-        raise ScenarioError(f"{path}: the file is not valid UTF-8 (byte {e.start})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+    data = read_toml(path, "sweep", ScenarioError).data
     errors: list[str] = []
 
     def err(where: str, msg: str) -> None:
         errors.append(f"{path}: {where}: {msg}")
 
+    if "scenario" not in data and ("world" in data or "robot" in data):
+        raise ScenarioError(f"{path}: this is a scenario file (it has [world] / [[robot]]), not "
+                            "a sweep file: run it with `raisimcli run`, or write a sweep file "
+                            "that names it with scenario = \"...\" (docs/sweep.md)")
     for k in data:
         if k not in TOP_LEVEL_KEYS:
             err(k, f"unknown key; expected one of {', '.join(TOP_LEVEL_KEYS)}"
@@ -194,6 +190,13 @@ def load_sweep(path: str) -> Sweep:
         explicit = []
     cases_values: list[tuple[str | None, list[tuple[str, object]]]] = []
     grid_keys = [k for k, v in grid.items() if isinstance(v, list) and v]
+    count = math.prod(len(grid[k]) for k in grid_keys) if grid_keys else 0
+    count = (count + len(explicit)) * max(1, len(seeds))
+    if count > MAX_CASES:
+        sizes = " x ".join(str(len(grid[k])) for k in grid_keys) or "0"
+        raise ScenarioError(f"{path}: the sweep has {count} cases (grid {sizes}, "
+                            f"{len(explicit)} [[case]], {max(1, len(seeds))} seeds), more than "
+                            f"the {MAX_CASES} a sweep may run; split it into several sweeps")
     if grid_keys:
         for combo in itertools.product(*(grid[k] for k in grid_keys)):
             cases_values.append((None, list(zip(grid_keys, combo))))

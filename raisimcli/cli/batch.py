@@ -69,12 +69,16 @@ def run_batch(cases, out_dir, *, jobs, scheduler, resume, duration, strict, igno
     """Run the cases, write the logs and the index, report, and exit with 0 / 1 / 130."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from raisimcli.batch.engine import Scheduler, index_rows, run_tasks, write_index
+    from raisimcli.batch.engine import Scheduler, check_outputs, index_rows, run_tasks, \
+        write_index
     from raisimcli.cli.main import stderr, stdout
 
     out_dir = check_output_folder(out_dir, create=False)
     tasks, failed = prepare_cases(cases, out_dir, duration, strict, ignore)  # exit 2 here: no folder
     check_output_folder(out_dir)
+    inputs = tuple({path for t in tasks for path in t.inputs} | {c[1] for c in cases
+                                                                 if isinstance(c[1], str)})
+    check_outputs(out_dir, [c[0] for c in cases], inputs)  # before any case runs
     sched = Scheduler.from_options(jobs, scheduler)
     sched = Scheduler(max(1, min(sched.jobs, len(tasks))), sched.address)  # never idle workers
     order = [c[0] for c in cases]

@@ -11,8 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from raisimcli.cli.batch import scheduler_options
-from raisimcli.cli.output import check_writable, emit
+from raisimcli.cli.output import emit
 from raisimcli.errors import UsageError
+from raisimcli.writing import check_output, marked, output_file
 from raisimcli.log.compare import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -23,30 +24,37 @@ from raisimcli.log.compare import (
 )
 
 
-def _junit(c: Comparison, path: str) -> None:
+def _write_xml(root, path: str, inputs: tuple) -> None:
+    with output_file(path, "--junit-xml", "JUnit report", marked, inputs) as tmp:
+        ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
+
+
+def _junit(c: Comparison, path: str, inputs: tuple) -> None:
     """One test case per dataset (and one for the attributes), standard JUnit XML."""
     suite = ET.Element("testsuite", name="raisimcli compare", tests=str(len(c.results) + 1),
-                       failures=str(len(c.failures) + (1 if c.attributes else 0)))
+                       failures=str(len(c.failures) + (1 if c.attributes or c.status_failures
+                                                        else 0)), errors="0")
     case = ET.SubElement(suite, "testcase", classname="attributes", name="attributes")
-    if c.attributes:
-        f = ET.SubElement(case, "failure", message=f"{len(c.attributes)} attributes differ")
-        f.text = "\n".join(c.attributes)
+    if c.attributes or c.status_failures:
+        f = ET.SubElement(case, "failure", message=f"{len(c.attributes)} attributes differ"
+                          + "".join(f"; {m}" for m in c.status_failures))
+        f.text = "\n".join(c.status_failures + c.attributes)
     for r in c.results:
         case = ET.SubElement(suite, "testcase", classname="datasets", name=r.path)
         if not r.ok:
             f = ET.SubElement(case, "failure", message=r.reason, type=r.status)
             f.text = (f"{r.reason}\nmax abs error {r.max_abs:.6g}, max rel error {r.max_rel:.6g}"
                       + (f"\nworst at {r.where}" if r.where else ""))
-    ET.ElementTree(ET.Element("testsuites", name="raisimcli")).getroot().append(suite)
     root = ET.Element("testsuites", name="raisimcli")
     root.append(suite)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    _write_xml(root, path, inputs)
 
 
 def _as_dict(c: Comparison) -> dict:
     return {
         "golden": c.golden, "new": c.new, "ok": c.ok,
         "attributes": c.attributes, "ignored_attributes": c.ignored,
+        "status_failures": c.status_failures,
         "datasets": [{"path": r.path, "status": r.status, "reason": r.reason,
                       "compared": r.compared, "failing": r.failing, "max_abs": r.max_abs,
                       "max_rel": r.max_rel, "where": r.where,
@@ -99,10 +107,11 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
             raise UsageError("--jobs and --scheduler are for comparing two folders")
         from raisimcli.cli import entry
         entry.QUICK_EXIT = True  # two files, in this process (entry's docstring)
+        inputs = (golden, new, tolerances)
         if junit_xml:  # every argument is checked before the comparison
-            check_writable(junit_xml, "--junit-xml")
+            check_output(junit_xml, "--junit-xml", "JUnit report", marked, inputs)
         if html_path:
-            check_writable(html_path, "--html")
+            check_output(html_path, "--html", "report", marked, inputs)
             import importlib.util
             if importlib.util.find_spec("matplotlib") is None:
                 raise UsageError("--html needs matplotlib: pip install 'raisimcli[plot]'")
@@ -110,12 +119,13 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
         c = compare_logs(golden, new, rtol=rtol, atol=atol, tolerances=rules,
                          include=tuple(include), exclude=tuple(exclude))
         if junit_xml:
-            _junit(c, junit_xml)
+            _junit(c, junit_xml, inputs)
         if html_path:
             from raisimcli.log.report import html_report
-            html_report(c, html_path)
+            html_report(c, html_path, inputs=inputs)
         summary = (f"{'OK' if c.ok else 'DIFFERENT'}: {len(c.results)} datasets compared, "
-                   f"{len(c.failures)} failing, {len(c.attributes)} attributes differ "
+                   f"{len(c.failures)} failing, {len(c.attributes)} attributes differ"
+                   + "".join(f", {m}" for m in c.status_failures) + " "
                    f"({len(c.ignored)} ignored: {', '.join(c.ignored) or 'none'})")
         if as_json:
             emit(json.dumps(_as_dict(c), indent=2))
@@ -137,6 +147,8 @@ def compare_command(golden, new, rtol, atol, tolerances, include, exclude, max_r
                              "(--max-report)")
             for a in c.attributes:
                 stdout.print(f"[red]attribute differs:[/] {escape(a)}", highlight=False)
+            for m in c.status_failures:
+                stdout.print(f"[red]{escape(m)}[/]", highlight=False)
             if any(a.startswith("/:libm:") for a in c.attributes):
                 stdout.print("(the logs do not name the same build of glibc's math functions, "
                              "and builds can differ in the last bits of sin, cos, exp, ...: the "
@@ -167,13 +179,14 @@ def _compare_folders(golden, new, options, tolerances, max_report, as_json, juni
             raise UsageError(f"{option} {d}: not a folder; compare two folders or two logs")
     if html_path:
         raise UsageError("--html reports on two logs; compare the logs of one case for it")
+    inputs = (tolerances,)
     if junit_xml:
-        check_writable(junit_xml, "--junit-xml")
+        check_output(junit_xml, "--junit-xml", "JUnit report", marked, inputs)
     options["tolerances"] = load_tolerances(tolerances) if tolerances else []
     sched = None if (jobs == 1 and not scheduler) else Scheduler.from_options(jobs, scheduler)
     fc = compare_folders(golden, new, scheduler=sched, **options)
     if junit_xml:
-        _junit_folders(fc, junit_xml)
+        _junit_folders(fc, junit_xml, inputs)
     n_fail = len(fc.failures)
     summary = (f"{'OK' if fc.ok else 'DIFFERENT'}: {len(fc.pairs)} logs, {n_fail} failing "
                f"({golden} vs {new})")
@@ -213,7 +226,7 @@ def _compare_folders(golden, new, options, tolerances, max_report, as_json, juni
         raise SystemExit(1)
 
 
-def _junit_folders(fc, path: str) -> None:
+def _junit_folders(fc, path: str, inputs: tuple) -> None:
     """One test case per log; a failing one lists its differing datasets and attributes."""
     suite = ET.Element("testsuite", name="raisimcli compare", tests=str(len(fc.pairs)),
                        failures=str(len(fc.failures)))
@@ -230,4 +243,4 @@ def _junit_folders(fc, path: str) -> None:
             f.text = "\n".join(lines)
     root = ET.Element("testsuites", name="raisimcli")
     root.append(suite)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    _write_xml(root, path, inputs)

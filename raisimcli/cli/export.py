@@ -6,45 +6,102 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 
 import click
 
 
-def export_log(log_path: str, folder: str, fmt: str) -> list[str]:
+MANIFEST = "export.json"
+# a robot's or a signal's name as a file or folder name: letters, digits, "_", "." and "-", not
+# starting with a dot (so never ".." or a hidden file), at most 128 characters
+_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+def _manifest(folder: str) -> dict | None:
+    """The manifest an earlier export left in `folder` ({"generator", "log", "files"}), or None."""
+    try:
+        with open(os.path.join(folder, MANIFEST), encoding="utf-8") as f:
+            m = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(m, dict) or m.get("generator") != "raisimcli export" or \
+            not isinstance(m.get("files"), list):
+        return None
+    return m
+
+
+def _relative(log_path: str, parts: list[str]) -> str:
+    """A table's path under the folder from names read in the log, each checked to be a plain
+    file or folder name (a hostile log's ".." never leaves the folder)."""
+    from raisimcli.errors import LogError
+    for p in parts:
+        if not _SAFE.fullmatch(p):
+            raise LogError(f"{log_path}: the log names {'/'.join(parts)!r}, which cannot be a "
+                           f"file name ({p!r}: letters, digits, '_', '.' and '-', not starting "
+                           "with '.')")
+    return os.path.join(*parts)
+
+
+def export_log(log_path: str, folder: str, fmt: str) -> tuple[list[str], str]:
     """Write every per-row signal of every robot as a table (time, then one column per name),
-    the contacts and the constraints as long tables; returns the files written.
+    the contacts and the constraints as long tables; returns (the files written, the log's
+    status).
 
     Layout: FOLDER/<robot>/<signal>.<ext> (`torque/damping` becomes `torque/damping.csv`),
-    FOLDER/<robot>/constraints.<ext>, FOLDER/contacts.<ext>."""
+    FOLDER/<robot>/constraints.<ext>, FOLDER/contacts.<ext>, and FOLDER/export.json, the list of
+    files, written last. Everything is read before anything is written; each file is written
+    whole or not at all (raisimcli.writing), and a file already in the folder is replaced only
+    when an earlier export listed it."""
     from raisimcli.errors import UsageError
     from raisimcli.log import open_log
-    from raisimcli.log.reader import _optional
+    from raisimcli.log.reader import _optional, reading
+    from raisimcli.writing import check_replaceable, write_bytes
     _optional("pandas", "pandas")
     if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:  # pandas' parquet engine
         raise UsageError("--format parquet needs pyarrow: pip install pyarrow")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise UsageError(f"-o {folder}: is a file; expected a folder")
     ext = "csv" if fmt == "csv" else "parquet"
-    written: list[str] = []
-
-    def save(df, path: str, index: bool) -> None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if fmt == "csv":
-            df.to_csv(path, index=index, float_format="%.17g")
-        else:
-            df.to_parquet(path, index=index)
-        written.append(path)
-
-    with open_log(log_path) as log:
+    tables = []  # (relative path, frame, index)
+    with open_log(log_path, check=True) as log, reading(log_path):
+        status = log.status
         for name in log.robot_names:
             robot = log.robot(name)
             for signal in robot.signals():
-                df = robot.signal(signal).to_pandas()
-                save(df, os.path.join(folder, name, f"{signal}.{ext}"), index=True)
+                rel = _relative(log_path, [name] + f"{signal}.{ext}".split("/"))
+                tables.append((rel, robot.signal(signal).to_pandas(), True))
             if "constraints" in robot.group:
-                save(robot.constraints(), os.path.join(folder, name, f"constraints.{ext}"),
-                     index=False)
+                tables.append((_relative(log_path, [name, f"constraints.{ext}"]),
+                               robot.constraints(), False))
         if "contacts" in log.f:
-            save(log.contacts(), os.path.join(folder, f"contacts.{ext}"), index=False)
-    return written
+            tables.append((f"contacts.{ext}", log.contacts(), False))
+    earlier = _manifest(folder) or {"files": []}
+    listed = {os.path.normpath(f) for f in earlier["files"] if isinstance(f, str)}
+
+    def ours(path: str) -> bool:
+        return os.path.normpath(os.path.relpath(path, folder)) in listed
+
+    inputs = (log_path,)
+    for rel, _, _ in tables:  # every target checked before anything is written
+        check_replaceable(os.path.join(folder, rel), "-o", "table", ours, inputs)
+    written: list[str] = []
+    for rel, df, index in tables:
+        path = os.path.join(folder, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if fmt == "csv":
+            data = df.to_csv(index=index, float_format="%.17g").encode()
+        else:
+            data = df.to_parquet(index=index)
+        write_bytes(path, data, "-o", "table", ours, inputs)
+        written.append(path)
+    manifest = json.dumps({"generator": "raisimcli export", "log": os.path.abspath(log_path),
+                           "files": sorted(set(os.path.relpath(p, folder) for p in written) |
+                                           {f for f in listed
+                                            if os.path.isfile(os.path.join(folder, f))})},
+                          indent=2).encode()
+    write_bytes(os.path.join(folder, MANIFEST), manifest, "-o", "export manifest",
+                lambda p: _manifest(folder) is not None, inputs)
+    return written, status
 
 
 @click.command("export")
@@ -65,10 +122,14 @@ def export_command(log, fmt, folder, as_json, quiet):
 
     @report_errors(json_output=as_json)
     def go():
-        files = export_log(log, folder, fmt)
+        files, status = export_log(log, folder, fmt)
         if as_json:
-            emit(json.dumps({"log": log, "format": fmt, "files": files}, indent=2))
+            emit(json.dumps({"log": log, "format": fmt, "status": status, "files": files},
+                            indent=2))
         elif not quiet:
             stdout.print(f"wrote {len(files)} {fmt} files into {folder}", markup=False)
+        if status != "complete" and not as_json:
+            click.echo(f"warning: {log}: the log's run did not complete (status {status}): "
+                       "its tables end where it stopped", err=True)
 
     go()

@@ -29,20 +29,24 @@ def plot_command(log, output, kind, robot, joints, t_from, t_to, quiet):
 
     Exit codes: 0 written; 2 unreadable log, unknown robot or joint, or no matplotlib."""
     from raisimcli.cli.main import report_errors, stdout
-    from raisimcli.cli.output import check_writable
+    from raisimcli.writing import MARK, check_output, marked, output_file
     from raisimcli.errors import UsageError
 
     @report_errors
     def go():
-        if os.path.splitext(output)[1].lower() not in FORMATS:
+        suffix = os.path.splitext(output)[1].lower()
+        if suffix not in FORMATS:
             raise UsageError(f"-o {output}: the suffix must be one of {', '.join(FORMATS)}")
-        check_writable(output, "-o")
+        check_output(output, "-o", "figure", marked, inputs=(log,))
         from raisimcli.log import open_log
+        from raisimcli.log.reader import reading
         from raisimcli.plot import figure
-        with open_log(log) as lg:
+        with open_log(log, check=True) as lg, reading(log):
             fig = figure(lg, kind, robot=robot, joints=list(joints) or None, t_from=t_from,
                          t_to=t_to)
-        fig.savefig(output, dpi=120)
+        key = "Software" if suffix == ".png" else "Creator"
+        with output_file(output, "-o", "figure", marked, inputs=(log,)) as tmp:
+            fig.savefig(tmp, dpi=120, format=suffix[1:], metadata={key: MARK})
         if not quiet:
             stdout.print(f"wrote {output}", markup=False)
 

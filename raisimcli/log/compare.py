@@ -8,15 +8,15 @@ let anything pass). Datasets are read in blocks of rows, so memory stays bounded
 from __future__ import annotations
 
 import fnmatch
-import os
-import tomllib
 from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
 
 from raisimcli.errors import LogError, ScenarioError, UsageError
-from raisimcli.log.reader import _short, open_h5_log
+from raisimcli.log.reader import DAMAGED, _short, check_structure, objects, open_h5_log, \
+    open_hdf5
+from raisimcli.toml_file import read_toml
 
 DEFAULT_RTOL = 1e-9
 DEFAULT_ATOL = 1e-12
@@ -56,11 +56,13 @@ class Comparison:
     results: list[DatasetResult] = field(default_factory=list)
     attributes: list[str] = field(default_factory=list)    # differing attributes
     ignored: list[str] = field(default_factory=list)       # differing but ignored
+    status_failures: list[str] = field(default_factory=list)  # a run that did not complete
     names: set[str] = field(default_factory=set)          # every dataset and attribute path
 
     @property
     def ok(self) -> bool:
-        return not self.attributes and all(r.ok for r in self.results)
+        return not self.attributes and not self.status_failures and \
+            all(r.ok for r in self.results)
 
     @property
     def failures(self) -> list[DatasetResult]:
@@ -70,13 +72,7 @@ class Comparison:
 def load_tolerances(path: str) -> list[tuple[str, Tolerance]]:
     """`"glob" = { rtol = ..., atol = ... }` lines of a TOML file, in file order (the first
     matching pattern wins)."""
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: tolerance file not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+    data = read_toml(path, "tolerance", ScenarioError).data
     out = []
     for pattern, spec in data.items():
         if not isinstance(spec, dict) or not set(spec) <= {"rtol", "atol"} or not spec:
@@ -93,7 +89,7 @@ def load_tolerances(path: str) -> list[tuple[str, Tolerance]]:
 
 
 def _open(path: str) -> h5py.File:
-    f, partial = open_h5_log(path)
+    f, partial = open_h5_log(path)  # (compare_logs has checked its structure)
     if partial:
         rows = f["time"].shape[0] if "time" in f else 0
         f.close()
@@ -106,16 +102,13 @@ def _datasets(f: h5py.File, path: str) -> dict[str, h5py.Dataset]:
     """Every dataset by path. A dataset reachable by several links (the time axis and the name
     scales are linked into the groups that use them) is listed once, under its shortest path."""
     found: dict = {}
-
-    def visit(name, link):
-        if isinstance(link, h5py.HardLink):
-            obj = f[name]
-            if isinstance(obj, h5py.Dataset):
-                found.setdefault(obj.id, []).append(name)
-
     try:
-        f.visititems_links(visit)
-    except (OSError, RuntimeError, KeyError) as e:
+        for name, link in objects(f, links=True):
+            if isinstance(link, h5py.HardLink):
+                obj = f[name]
+                if isinstance(obj, h5py.Dataset):
+                    found.setdefault(obj.id, []).append(name)
+    except DAMAGED as e:
         raise LogError(f"{path}: the file is damaged ({_short(e)})") from None
     out = {}
     for oid, names in found.items():
@@ -127,7 +120,7 @@ def _datasets(f: h5py.File, path: str) -> dict[str, h5py.Dataset]:
 def _attributes(f: h5py.File, path: str) -> dict[str, object]:
     try:
         return _collect_attributes(f)
-    except (OSError, RuntimeError, KeyError, ValueError) as e:
+    except DAMAGED as e:
         raise LogError(f"{path}: the file is damaged ({_short(e)})") from None
 
 
@@ -141,7 +134,8 @@ def _collect_attributes(f: h5py.File) -> dict[str, object]:
             out[f"/{name}:{k}" if name else f"/:{k}"] = v
 
     collect("", f)
-    f.visititems(collect)
+    for name, obj in objects(f):
+        collect(name, obj)
     return out
 
 
@@ -168,6 +162,9 @@ def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
     --exclude pattern that matches nothing in either log; without it, the caller checks the
     patterns against the `names` of all its comparisons."""
     check_tolerances(rtol, atol)
+    for path in (golden, new):  # missing, a folder, truncated: said before the slower check
+        open_hdf5(path)[0].close()
+    check_structure([golden, new])
     with _open(golden) as fg, _open(new) as fn:
         out = Comparison(golden, new)
         dg, dn = _datasets(fg, golden), _datasets(fn, new)
@@ -181,6 +178,14 @@ def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
                 out.ignored.append(key)
             elif _selected(key.lstrip("/"), include, exclude):
                 out.attributes.append(f"{key}: {_fmt_attr(ag.get(key))} -> {_fmt_attr(an.get(key))}")
+        # the runs' outcomes, whatever the filters: a diverged or interrupted run never passes
+        for key in ("/:status",):
+            for label, attrs in (("golden", ag), ("new", an)):
+                status = attrs.get(key)
+                status = status.decode() if isinstance(status, bytes) else status
+                if status != "complete":
+                    out.status_failures.append(f"the {label} log's run did not complete "
+                                               f"(status {status!r})")
         everything = [k.lstrip("/") for k in set(ag) | set(an)] + list(set(dg) | set(dn))
         out.names = set(everything)
         if check_patterns:
@@ -202,6 +207,9 @@ def compare_logs(golden: str, new: str, *, rtol: float = DEFAULT_RTOL,
                 continue
             out.results.append(_compare_dataset(path, dg[path], dn[path], tol, time_g, fg,
                                                 golden, new))
+        if not out.results and not out.attributes:
+            raise UsageError(f"no dataset of {golden} or {new} is selected by --include / "
+                             "--exclude: a comparison of nothing cannot pass")
         return out  # the time axis itself is compared as a dataset like any other
 
 
@@ -222,7 +230,10 @@ def check_patterns_match(include, exclude, names, where: str) -> None:
 
 def _equal_attr(a, b) -> bool:
     try:
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype != b.dtype and (a.dtype.kind in "fiub" or b.dtype.kind in "fiub"):
+            return False  # the same value in another type is a change
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
     except Exception:  # noqa: BLE001  (attribute types that numpy cannot compare)
         return a == b
 
@@ -241,14 +252,15 @@ def _read_all(ds, path):
         return None
     try:
         return ds[()]
-    except (OSError, RuntimeError, ValueError) as e:
+    except DAMAGED as e:
         raise LogError(f"{path}: the file is damaged: cannot read {ds.name} ({_short(e)})") from None
 
 
-def _read_block(ds: h5py.Dataset, sl: slice, path: str) -> np.ndarray:
+def _read_block(ds: h5py.Dataset, sl: slice, path: str, raw: bool = False) -> np.ndarray:
     try:
-        return np.asarray(ds[sl] if ds.ndim else ds[()], dtype=np.float64)
-    except (OSError, RuntimeError) as e:
+        block = np.asarray(ds[sl] if ds.ndim else ds[()])
+        return block if raw else block.astype(np.float64)
+    except DAMAGED as e:
         raise LogError(f"{path}: the file is damaged: cannot read {ds.name} ({_short(e)})") from None
 
 
@@ -271,7 +283,8 @@ def _compare_dataset(path, g: h5py.Dataset, n: h5py.Dataset, tol: Tolerance, tim
         return res
     numeric_g = g.dtype.kind in "fiub"
     numeric_n = n.dtype.kind in "fiub"
-    if numeric_g != numeric_n or (not numeric_g and g.dtype.kind != n.dtype.kind):
+    if numeric_g != numeric_n or (numeric_g and g.dtype != n.dtype) or \
+            (not numeric_g and g.dtype.kind != n.dtype.kind):
         res.status, res.reason = "structure", f"dtype {g.dtype} -> {n.dtype}"
         return res
     if not numeric_g:  # strings (names, URDF, scenario): equal or not
@@ -296,8 +309,14 @@ def _compare_dataset(path, g: h5py.Dataset, n: h5py.Dataset, tol: Tolerance, tim
     worst_at = None
     for r0 in range(0, rows, block):
         sl = slice(r0, min(rows, r0 + block))
-        a = _read_block(g, sl, gname)
-        b = _read_block(n, sl, nname)
+        exact = None  # integers (counts, indices) must be equal, beyond 2^53 too
+        if g.dtype.kind in "iub":
+            ai, bi = _read_block(g, sl, gname, raw=True), _read_block(n, sl, nname, raw=True)
+            exact = ai != bi
+            a, b = ai.astype(np.float64), bi.astype(np.float64)
+        else:
+            a = _read_block(g, sl, gname)
+            b = _read_block(n, sl, nname)
         both_nan = np.isnan(a) & np.isnan(b)
         with np.errstate(invalid="ignore"):
             err = np.where(both_nan | (a == b), 0.0, np.abs(b - a))  # inf == inf: no error
@@ -306,6 +325,9 @@ def _compare_dataset(path, g: h5py.Dataset, n: h5py.Dataset, tol: Tolerance, tim
         bound = tol.atol + tol.rtol * np.abs(finite_a)
         # an infinity on either side passes only when the other is the same infinity
         bad = (err > bound) | ((np.isinf(a) | np.isinf(b)) & (a != b))
+        if exact is not None:
+            bad = exact
+            bound = np.zeros_like(err)
         res.compared += a.size
         res.failing += int(bad.sum())
         if a.size:
@@ -345,10 +367,11 @@ def _where(f, ds, idx, time) -> str:
 
 
 def update_golden(golden: str, new: str) -> None:
-    """Replace GOLDEN with NEW (atomically: copy beside it, then rename)."""
+    """Replace GOLDEN with a copy of NEW, through raisimcli.writing.output_file: the golden log is
+    replaced whole or not at all. GOLDEN, when it exists, must be a log of ours."""
     import shutil
-    folder = os.path.dirname(os.path.abspath(golden))
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{os.path.basename(golden)}.update-{os.getpid()}")
-    shutil.copyfile(new, tmp)
-    os.replace(tmp, golden)
+
+    from raisimcli.log.writer import is_log
+    from raisimcli.writing import output_file
+    with output_file(golden, "--update", "log", is_log, inputs=(new,)) as tmp:
+        shutil.copyfile(new, tmp)

@@ -9,6 +9,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import h5py
@@ -96,14 +100,9 @@ class RobotLog:
 
     def signals(self) -> list[str]:
         """Paths (relative to the robot) of every per-row dataset."""
-        out = []
-
-        def visit(name, obj):
-            if isinstance(obj, h5py.Dataset) and obj.ndim >= 1 and obj.dims[0].label == "time":
-                out.append(name)
-
-        self.group.visititems(visit)
-        return out
+        return [name for name, obj in objects(self.group)
+                if isinstance(obj, h5py.Dataset) and obj.ndim >= 1 and
+                obj.dims[0].label == "time"]
 
     def constraints(self):
         """The loop and mimic constraints of the run as a pandas DataFrame, one row per
@@ -134,24 +133,197 @@ def _short(e: Exception) -> str:
     return str(e).split("(")[0].strip() or type(e).__name__
 
 
-def open_h5_log(path: str) -> tuple[h5py.File, bool]:
-    """(the open file, partial): a raisimcli log opened for reading. `partial` is True for the
-    file of a run that is under way or was killed (status `running`): it holds the rows up to its
-    last flush, and is opened in HDF5's SWMR read mode when the writer did not close it. Raises
-    LogError for anything that is not a readable raisimcli log."""
-    partial = False
+# what h5py raises on a damaged file while it is read: an unreadable block (OSError), a failed
+# visit (RuntimeError), an object that will not open (KeyError), a bad value (ValueError), and an
+# error inside a visit's callback (SystemError, h5py's lock handing one on)
+DAMAGED = (OSError, RuntimeError, KeyError, ValueError, SystemError)
+
+
+def objects(group: h5py.Group, links: bool = False) -> list:
+    """(name, object) of everything below `group`, each object once under the first name HDF5's
+    visit finds (h5py's visititems); with `links`, every link's name and link object (hard
+    links, soft links) without opening their targets. The names are collected first and the
+    objects opened after the visit: a damaged object that fails to open inside h5py's visit
+    callback comes out as a SystemError of h5py's lock, here as the error itself (see
+    `reading`)."""
+    names: list[str] = []
+    group.visit_links(names.append)
+    if links:
+        return [(n, group.get(n, getlink=True)) for n in names]
+    out, seen = [], set()
+    for n in names:  # each object once, under its first name (as h5py's visititems)
+        if isinstance(group.get(n, getlink=True), h5py.HardLink):
+            obj = group[n]
+            if obj.id not in seen:
+                seen.add(obj.id)
+                out.append((n, obj))
+    return out
+
+
+@contextmanager
+def reading(path: str):
+    """Inside the block, an error HDF5 raises while reading the log at `path` is one LogError
+    that names it (a damaged file: exit 2, no traceback)."""
     try:
-        f = h5py.File(path, "r")
+        yield
+    except LogError:
+        raise
+    except DAMAGED as e:
+        raise LogError(f"{path}: the file is damaged ({_short(e.__cause__ or e)})") from None
+
+
+_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+# HDF5's file consistency flags of a version 2 or 3 superblock, set while a writer has the file
+# open and left set when the writer was killed: write access, SWMR write access
+_OPEN_FOR_WRITING = 0x1 | 0x4
+
+
+def _superblock(path: str, size: int) -> tuple[int, int]:
+    """(the end-of-file address the superblock declares, its file consistency flags: 0 for
+    versions 0 and 1) of an HDF5 file of `size` bytes, from its first bytes. HDF5 looks for the
+    superblock at 0, 512, 1024, 2048, ... (after a user block). Raises LogError for a file that
+    has none."""
+    with open(path, "rb") as fh:
+        at = 0
+        while at + 48 <= size:
+            fh.seek(at)
+            head = fh.read(64)
+            if head.startswith(_SIGNATURE):
+                break
+            at = 512 if at == 0 else 2 * at
+        else:
+            raise LogError(f"{path}: not a readable HDF5 file (no HDF5 signature)")
+    version, width = head[8], head[13] if head[8] < 2 else head[9]
+    if width not in (2, 4, 8):
+        raise LogError(f"{path}: the file is damaged (its HDF5 superblock gives {width}-byte "
+                       "addresses)")
+    if version >= 2:  # signature, version, widths, flags, base, extension, end of file
+        flags, base, eof_at = head[11], 12, 12 + 2 * width
+    else:  # signature, versions, widths, K values, flags, [indexed K], base, free space, end
+        flags, base = 0, 24 if version == 0 else 28
+        eof_at = base + 2 * width
+    if eof_at + width > len(head):
+        raise LogError(f"{path}: the file is damaged (its HDF5 superblock is cut short)")
+    declared = int.from_bytes(head[base:base + width], "little") + \
+        int.from_bytes(head[eof_at:eof_at + width], "little")
+    return declared, flags
+
+
+# what check_structure's process runs: open the file as open_hdf5 would, then read its whole
+# structure (every object, every attribute, every chunked dataset's chunk index), and refuse a
+# dataset that declares more bytes than its file can hold: gzip (the best filter a log may use)
+# packs at most 1032 bytes into one, so a reader never allocates what a hostile file only claims
+_WALK = """
+import os
+import sys
+import h5py
+path, swmr = sys.argv[1], sys.argv[2] == "1"
+most = max(1 << 28, 1100 * os.path.getsize(path))
+try:
+    f = h5py.File(path, "r")
+except OSError:
+    if not swmr:
+        raise
+    f = h5py.File(path, "r", swmr=True)
+names = []
+f.visit_links(names.append)
+for k in f.attrs:
+    f.attrs[k]
+for n in names:
+    if isinstance(f.get(n, getlink=True), h5py.HardLink):
+        o = f[n]
+        for k in o.attrs:
+            o.attrs[k]
+        if isinstance(o, h5py.Dataset):
+            if o.size * o.dtype.itemsize > most:
+                sys.exit(f"error: dataset {o.name} declares {o.size * o.dtype.itemsize} bytes, "
+                         f"more than a file of {os.path.getsize(path)} bytes can hold")
+            if o.chunks:
+                o.id.get_num_chunks()
+"""
+STRUCTURE_SECONDS = 10.0  # check_structure's time for a file, plus 1 s per 10 MB
+
+
+def check_structure(paths: list[str]) -> None:
+    """Read the whole structure of each HDF5 file (open_hdf5's checks passed) in a process of
+    its own, all at once, and raise LogError for the first that fails or does not finish in
+    time. HDF5 can loop without end on damaged metadata (a block of zeros in an object header
+    has kept it turning at full CPU, in C, where neither Ctrl-C nor a Python thread reaches it):
+    a process can be stopped. Costs one start of Python with h5py (about 0.2-0.4 s) for each
+    file, in parallel."""
+    import subprocess
+    import sys
+    procs = []
+    for path in paths:
+        _, flags = _superblock(path, os.path.getsize(path))
+        swmr = "1" if flags & _OPEN_FOR_WRITING else "0"
+        procs.append((path, subprocess.Popen(
+            [sys.executable, "-c", _WALK, path, swmr], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+    failure = None
+    start = time.monotonic()
+    for path, p in procs:
+        budget = STRUCTURE_SECONDS + os.path.getsize(path) / 1e7
+        try:
+            err = p.communicate(timeout=max(0.0, budget - (time.monotonic() - start)))[1]
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            failure = failure or LogError(f"{path}: the file is damaged (HDF5 did not finish "
+                                          f"reading its structure within {budget:.0f} s)")
+            continue
+        if p.returncode != 0 and failure is None:
+            last = (err or "").strip().splitlines()
+            why = last[-1].split(": ", 1)[-1] if last else f"exit code {p.returncode}"
+            failure = LogError(f"{path}: the file is damaged ({_short(Exception(why))})")
+    if failure is not None:
+        raise failure
+
+
+def open_hdf5(path: str, check: bool = False) -> tuple[h5py.File, bool]:
+    """(the open file, whether a writer left it open): an HDF5 file opened for reading in bounded
+    time. A file shorter than its superblock declares (a copy cut short) is refused before HDF5
+    reads it. A file whose writer never closed it (killed, or still running) is opened in HDF5's
+    SWMR read mode, and only then: in that mode HDF5 retries a metadata block whose checksum
+    fails, sleeping in between, so that a damaged file would keep the command (and Ctrl-C) waiting
+    without end. With `check`, its structure is read first in a process of its own
+    (check_structure), for the commands. Raises LogError, naming the file."""
+    try:
+        st = os.stat(path)
     except FileNotFoundError:
         raise LogError(f"{path}: log file not found") from None
-    except IsADirectoryError:
-        raise LogError(f"{path}: expected a log file, got a directory") from None
     except OSError as e:
+        raise LogError(f"{path}: cannot read the file ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise LogError(f"{path}: expected a log file, got a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise LogError(f"{path}: expected a log file, got a special file")
+    try:
+        declared, flags = _superblock(path, st.st_size)
+    except OSError as e:
+        raise LogError(f"{path}: cannot read the file ({e.strerror})") from None
+    if declared > st.st_size:
+        raise LogError(f"{path}: the file is truncated: it has {st.st_size} bytes of the "
+                       f"{declared} its HDF5 header declares (a copy cut short?)")
+    if check:
+        check_structure([path])
+    try:
+        return h5py.File(path, "r"), False
+    except OSError as e:
+        if not flags & _OPEN_FOR_WRITING:
+            raise LogError(f"{path}: not a readable HDF5 file ({_short(e)})") from None
         try:  # a writer that never closed it (killed, or still running): SWMR read
-            f = h5py.File(path, "r", swmr=True)
-            partial = True
+            return h5py.File(path, "r", swmr=True), True
         except OSError:
             raise LogError(f"{path}: not a readable HDF5 file ({_short(e)})") from None
+
+
+def open_h5_log(path: str, check: bool = False) -> tuple[h5py.File, bool]:
+    """(the open file, partial): a raisimcli log opened for reading (open_hdf5). `partial` is
+    True for the file of a run that is under way or was killed (status `running`): it holds the
+    rows up to its last flush. Raises LogError for anything that is not a readable raisimcli
+    log."""
+    f, partial = open_hdf5(path, check)
     try:
         return _check_log(f, path, partial)
     except LogError:
@@ -203,9 +375,9 @@ class LogFile:
     """A log opened for reading. `partial`: the run that wrote it was killed (or is still
     running); its rows end at the last flush."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, check: bool = False):
         self.path = path
-        self.f, self.partial = open_h5_log(path)
+        self.f, self.partial = open_h5_log(path, check)
 
     def __enter__(self):
         return self
@@ -278,6 +450,8 @@ class LogFile:
         return self.f["contacts"]
 
 
-def open_log(path: str) -> LogFile:
-    """Open a raisimcli log for reading (a context manager)."""
-    return LogFile(path)
+def open_log(path: str, check: bool = False) -> LogFile:
+    """Open a raisimcli log for reading (a context manager). `check`: read its structure in a
+    process of its own first (check_structure), so that a damaged file on which HDF5 would
+    loop is refused in bounded time; the commands check every log they read."""
+    return LogFile(path, check)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import html
 import io
 
-import h5py
 
+from raisimcli.log.reader import open_hdf5
 from raisimcli.log.compare import Comparison, Tolerance, _column_names
+from raisimcli.writing import marked, output_file
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:3px 8px}
@@ -24,8 +25,9 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]  # drop the XML prolog and the DOCTYPE: inline in HTML
 
 
-def html_report(c: Comparison, path: str, max_figures: int = 20) -> int:
-    """Write the report of comparison `c` to `path`; returns the number of figures."""
+def html_report(c: Comparison, path: str, max_figures: int = 20, inputs: tuple = ()) -> int:
+    """Write the report of comparison `c` to `path` (raisimcli.writing.output_file, never over
+    one of `inputs`); returns the number of figures."""
     from raisimcli.plot import comparison_figure
     rows = []
     for r in sorted(c.results, key=lambda r: (r.ok, r.path)):
@@ -34,7 +36,7 @@ def html_report(c: Comparison, path: str, max_figures: int = 20) -> int:
                     f"<td>{r.max_abs:.3g}</td><td>{r.max_rel:.3g}</td><td>{r.failing}</td>"
                     f"<td>{html.escape(r.where)}</td><td>{html.escape(r.reason or tol)}</td></tr>")
     figures = []
-    with h5py.File(c.golden, "r") as fg, h5py.File(c.new, "r") as fn:
+    with open_hdf5(c.golden)[0] as fg, open_hdf5(c.new)[0] as fn:
         time = fg["time"][()] if "time" in fg else None
         for r in c.failures:
             if len(figures) >= max_figures:
@@ -54,7 +56,8 @@ def html_report(c: Comparison, path: str, max_figures: int = 20) -> int:
     verdict = "OK" if c.ok else "DIFFERENT"
     attrs = "".join(f"<li>{html.escape(a)}</li>" for a in c.attributes)
     doc = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>raisimcli compare: {verdict}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="raisimcli">
+<title>raisimcli compare: {verdict}</title>
 <style>{STYLE}</style></head><body>
 <h1>raisimcli compare: {verdict}</h1>
 <p>golden: {html.escape(c.golden)}<br>new: {html.escape(c.new)}<br>
@@ -69,6 +72,7 @@ differ.</p>
 {"".join(figures) or "<p>none</p>"}
 </body></html>
 """
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(doc)
+    with output_file(path, "--html", "report", marked, inputs) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(doc)
     return len(figures)

@@ -77,6 +77,16 @@ def remove_stale_partials(path: str) -> list[str]:
     return removed
 
 
+def is_log(path: str) -> bool:
+    """True when `path` is a raisimcli log (any status: an earlier run's, complete or not)."""
+    try:
+        with h5py.File(path, "r") as f:
+            fmt = f.attrs.get("format")
+    except (OSError, ValueError):
+        return False
+    return (fmt.decode() if isinstance(fmt, bytes) else fmt) == FORMAT
+
+
 def is_complete_log(path: str) -> bool:
     """True when `path` is a raisimcli log whose run completed."""
     try:

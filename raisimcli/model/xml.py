@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 
 import numpy as np
 from lxml import etree
@@ -29,12 +30,17 @@ def describe(el: etree._Element) -> str:
 def parse_xml_file(path: str, what: str = "URDF") -> etree._Element:
     """Parse an XML file safely and return its root element."""
     try:
-        size = os.path.getsize(path)
-        if size > _MAX_BYTES:
-            raise ModelError(f"{what} file is {size} bytes, more than the {_MAX_BYTES} allowed",
-                             file=path)
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            raise ModelError(f"expected a {what} file, got a device, pipe or socket", file=path)
+        if st.st_size > _MAX_BYTES:
+            raise ModelError(f"{what} file is {st.st_size} bytes, more than the {_MAX_BYTES} "
+                             "allowed", file=path)
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(_MAX_BYTES + 1)
+        if len(data) > _MAX_BYTES:
+            raise ModelError(f"{what} file is more than the {_MAX_BYTES} bytes allowed",
+                             file=path)
     except FileNotFoundError:
         raise ModelError(f"{what} file not found", file=path) from None
     except IsADirectoryError:

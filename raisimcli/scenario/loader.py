@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -25,6 +24,9 @@ from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
 from raisimcli.model.urdf import DEFAULT_MAX_JOINTS
 from raisimcli.scenario import schema as S
 from raisimcli.scenario.schedules import compile_schedule
+from raisimcli.toml_file import MAX_BYTES, parse_toml, read_toml
+
+MAX_STEPS = 10 ** 9  # the steps one run may take (11.6 days of simulated time at dt = 1 ms)
 
 
 @dataclass
@@ -212,9 +214,13 @@ def apply_override(data: dict, assignment: str, path: str) -> None:
     if "=" not in assignment:
         raise ScenarioError(f"--set {assignment!r}: expected key.path=value")
     key, raw = assignment.split("=", 1)
+    if len(raw) > MAX_BYTES:
+        raise ScenarioError(f"--set {key.strip()}: the value is more than {MAX_BYTES} bytes")
     try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = parse_toml(f"v = {raw}", f"--set {key.strip()}", ScenarioError)["v"]
+    except ScenarioError as e:
+        if "nested" in str(e):
+            raise
         value = raw
     parts = key.strip().split(".")
     node = data
@@ -246,23 +252,7 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
     of the run's inputs), before anything runs."""
     path = os.fspath(path)
     log_path = os.fspath(log_path) if log_path is not None else None
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: scenario file not found") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{path}: expected a scenario file, got a directory") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise ScenarioError(f"{path}:{line}: the file is not valid UTF-8 (byte {e.start}: "
-                            f"{raw[e.start:e.start + 1]!r})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+    data, text, raw = read_toml(path, "scenario", ScenarioError)
     for o in overrides:
         apply_override(data, o, path)
     if duration is not None:
@@ -284,7 +274,12 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
             raise ScenarioError(f"{path}: robot[{i}].name: robot name {n!r} is used twice; give "
                                 "each robot a unique name")
     w = spec.world
-    steps = w.steps if w.steps is not None else int(round(w.duration / w.dt))
+    ratio = float(w.steps) if w.steps is not None else w.duration / w.dt
+    if not ratio <= MAX_STEPS:  # (inf and NaN too: dt = 5e-324)
+        key = "world.steps" if w.steps is not None else "world.duration / world.dt"
+        raise ScenarioError(f"{path}: {key}: {ratio:.4g} steps, more than the {MAX_STEPS:.0e} a "
+                            "run may take; shorten the run or lengthen dt")
+    steps = w.steps if w.steps is not None else int(round(ratio))
     if steps < 1:
         raise ScenarioError(f"{path}: world.duration: shorter than one step of {w.dt} s")
     option = "-o"

@@ -16,10 +16,11 @@ import numpy as np
 from raisimcli.errors import ControllerError, Interrupted, LogWriteError, ScenarioError, \
     take_interrupt
 from raisimcli.linalg import first_beyond
-from raisimcli.log.writer import LogWriter
+from raisimcli.log.writer import LogWriter, is_log
 from raisimcli.physics import World
 from raisimcli.physics.articulated_system import ArticulatedSystem
 from raisimcli.scenario.loader import ResolvedRobot, ResolvedScenario
+from raisimcli.writing import check_replaceable
 
 DIVERGENCE_LIMIT = 1e8  # |q| or |u| beyond this is an exploding state
 IMPULSE_LIMIT = 1e6  # N s: a contact impulse beyond this in a diverging step is its cause
@@ -279,6 +280,8 @@ def run(scn: ResolvedScenario, progress: Callable[[int, int, float], None] | Non
 
 
 def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopRequest) -> RunResult:
+    # an earlier log of ours may be replaced, nothing else, and never an input of the run
+    check_replaceable(scn.log_path, "the log path", "log", is_log, tuple(scn.inputs))
     w, drivers = build_world(scn)
     spec = scn.spec
     writer = LogWriter(scn.log_path, scenario_text=scn.text, scenario_sha256=scn.sha256,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from typing import Callable
 
 import numpy as np
@@ -47,9 +48,17 @@ def _interpolator(times: np.ndarray, values: np.ndarray):
     return f
 
 
+MAX_CSV_BYTES = 256 * 1024 * 1024  # a trajectory file larger than this is refused
+
+
 def read_csv_column(spec: S.Csv, base_dir: str, where: str) -> tuple[np.ndarray, np.ndarray]:
     path = files.resolve(spec.file, base_dir)
     try:
+        if not os.path.isfile(path) and os.path.exists(path):
+            raise ScenarioError(f"{where}.file: {path} is not a CSV file (a folder or a device)")
+        if os.path.getsize(path) > MAX_CSV_BYTES:
+            raise ScenarioError(f"{where}.file: CSV file {path} is more than the "
+                                f"{MAX_CSV_BYTES} bytes allowed")
         with open(path, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's BOM
             rows = list(csv.reader(f))
     except FileNotFoundError:
@@ -57,6 +66,9 @@ def read_csv_column(spec: S.Csv, base_dir: str, where: str) -> tuple[np.ndarray,
                             f"{path})") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(f"{where}.file: cannot read CSV file {path}: {e}") from None
+    except csv.Error as e:  # a field over csv's limit (131,072 characters), a NUL byte, ...
+        raise ScenarioError(f"{where}.file: CSV file {path} is not a table of numbers "
+                            f"({e})") from None
     if not rows:
         raise ScenarioError(f"{where}.file: CSV file {path} is empty; expected a header row")
     header = [h.strip() for h in rows[0]]
@@ -70,6 +82,8 @@ def read_csv_column(spec: S.Csv, base_dir: str, where: str) -> tuple[np.ndarray,
         if not row or all(not c.strip() for c in row):
             continue
         try:
+            if "_" in row[it] or "_" in row[ic]:  # float() reads "1_0" as 10; no CSV reader does
+                raise ValueError(row)
             t, v = float(row[it]), float(row[ic])
         except (ValueError, IndexError):
             raise ScenarioError(f"{where}: CSV file {path}, line {n}: expected numbers in columns "
