@@ -6,8 +6,7 @@ each row; this one is the scoreboard.
 
 --first-run also times the first run of a fresh copy of the package on the standing quadruped,
 which the table otherwise leaves out: with the machine code the package ships
-(raisimcli/precompiled.py), and compiling every loop without it (about 15 s with the helper
-process of raisimcli/warmup.py, 22 s without).
+(raisimcli/precompiled.py), and compiling every loop without it.
 """
 
 import argparse
@@ -207,16 +206,14 @@ main()
 """
 
 
-def first_run(helper: bool = True, command: list = COMMAND, shipped: bool = True) -> tuple:
+def first_run(command: list = COMMAND, shipped: bool = True) -> tuple:
     """(the first run of a fresh copy of the package, the second), seconds, of `command` (the
-    standing quadruped's); `helper`: with the helper process that compiles part of the step
-    meanwhile (raisimcli/warmup.py), as users get it on a machine with two CPUs or more;
-    `shipped`: with the package's machine code (raisimcli/precompiled.py), else compiling."""
+    standing quadruped's); `shipped`: with the package's machine code (raisimcli/precompiled.py),
+    else compiling."""
     with tempfile.TemporaryDirectory() as d:
         shutil.copytree(os.path.join(ROOT, "raisimcli"), os.path.join(d, "raisimcli"),
                         ignore=shutil.ignore_patterns("__pycache__"))
-        env = {**os.environ, "PYTHONPATH": d, "RAISIMCLI_WARM_UP": "1" if helper else "0",
-               "RAISIMCLI_PRECOMPILED": "1" if shipped else "0"}
+        env = {**os.environ, "PYTHONPATH": d, "RAISIMCLI_PRECOMPILED": "1" if shipped else "0"}
         out = os.path.join(d, "log.h5")
         times = []
         for _ in range(2):
@@ -231,8 +228,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--first-run", action="store_true",
                     help="also time a fresh copy's first run (with the shipped machine code, "
-                         "and compiling without it: about 19 s, and "
-                         "30 s without the helper)")
+                         "and compiling without it)")
     args = ap.parse_args()
     rows = []  # (goal, ours, reference, unit, ratio, kind, limit)
 
@@ -257,8 +253,6 @@ def main():
         ratio("first run in a fresh copy vs cached", *first_run(), "s", None)
         ratio("  the README's command (in the air), reported", *first_run(command=AIR), "s", None)
         ratio("  compiling (without the shipped code)", *first_run(shipped=False), "s", None)
-        ratio("  compiling without the helper (one CPU)",
-              *first_run(helper=False, shipped=False), "s", None)
     print(f"{'goal':<46} {'ours':>9} {'reference':>10} {'':<3} {'ratio':>8} {'goal':>7}  met")
     for goal, o, ref, unit, value, kind, limit in rows:
         shown = f"{value:7.2f}x" if kind == "x" else f"{value:+7.0f}%"

@@ -352,7 +352,7 @@ def write(archive: str = ARCHIVE) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cache = os.path.join(tmp, "cache")
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_CPU_NAME="generic",
-                   RAISIMCLI_WARM_UP="0", RAISIMCLI_PRECOMPILED="0")
+                   RAISIMCLI_PRECOMPILED="0")
         for command in _commands(tmp):
             if command[0] == "run":
                 command = command + ["-q", "-o", os.path.join(tmp, "log.h5")]

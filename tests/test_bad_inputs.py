@@ -106,3 +106,52 @@ def test_a_sweep_of_too_many_cases_is_refused_at_once(tmp_path, scenario):
 
 def test_a_scenario_given_as_a_sweep_file_says_so(tmp_path, scenario):
     refused(run("sweep", scenario, "-o", tmp_path / "out"), "this is a scenario file")
+
+
+@pytest.mark.parametrize("uri", ["package://../x.stl", "package://./x.stl",
+                                 "package:///../x.stl", "package://pkg/../../x.stl"])
+def test_a_package_path_that_climbs_out_is_refused_without_looking(tmp_path, uri):
+    """No file outside a package is looked at (so the message cannot tell whether it exists)."""
+    (tmp_path / "x.stl").write_text("solid x\nendsolid x\n")
+    d = tmp_path / "pkg" / "urdf"
+    d.mkdir(parents=True)
+    (d / "r.urdf").write_text(
+        f'<robot name="r"><link name="a"><collision><geometry><mesh filename="{uri}"/>'
+        '</geometry></collision></link></robot>')
+    refused(run("inspect", d / "r.urdf"), uri)
+    r = run("inspect", d / "r.urdf")
+    assert "package" in r.output and "not found" not in r.output, r.output
+
+
+def _controller_run(tmp_path, body):
+    (tmp_path / "ctl.py").write_text(f"import os\n\ndef control(t, robot):\n    {body}\n")
+    p = tmp_path / "c.toml"
+    p.write_text(PEND.replace("steps = 20", "steps = 2000").replace(
+        'name = "p"', 'name = "p"\ncontroller = "ctl.py:control"'))
+    return p
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_controller_stuck_in_a_loop_is_stopped_by_a_signal(tmp_path, sig):
+    import signal
+    import subprocess
+    import sys
+    import time
+    p = _controller_run(tmp_path, "while True: pass")
+    proc = subprocess.Popen([sys.executable, "-m", "raisimcli", "run", str(p), "-q", "-o",
+                             str(tmp_path / "c.h5")], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    time.sleep(4.0)
+    proc.send_signal(getattr(signal, sig))
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out and "interrupted" in out, out
+    from raisimcli.log import open_log
+    with open_log(str(tmp_path / "c.h5")) as lg:
+        assert lg.status == "interrupted"
+
+
+def test_os_exit_in_a_controller_fails_the_run(tmp_path):
+    p = _controller_run(tmp_path, "os._exit(0)")
+    r = run("run", p, "-q", "-o", tmp_path / "c.h5")
+    assert r.exit_code != 0 and "os._exit(0)" in r.output, r.output

@@ -156,9 +156,9 @@ entry._command()
 """
 
 
-@pytest.mark.parametrize("module", ["raisimcli.warmup", "click", "raisimcli.cli.main"])
+@pytest.mark.parametrize("module", ["click", "raisimcli.cli.main"])
 def test_a_signal_in_the_command_s_first_imports_is_one_line_and_exit_130(module):
-    # the imports at the command's start (the first-run helper's module, click, the commands)
+    # the imports at the command's start (click, the commands)
     # are inside its handling of a signal: one line, exit 130, no traceback. A SIGTERM in the
     # first one had given a traceback (seen under load, with the start-up test's 0.2 s delay)
     proc = subprocess.run([sys.executable, "-c", _SIGNAL_IN_AN_IMPORT.format(module=module)],

@@ -387,7 +387,10 @@ def test_a_worker_killed_mid_case_leaves_every_case_with_exactly_one_complete_lo
         c.close()
 
 
-def test_sigint_cancels_a_sweep_cleanly(tmp_path):
+@pytest.mark.parametrize("group", [False, True])
+def test_sigint_cancels_a_sweep_cleanly(tmp_path, group):
+    """SIGINT to the command, or (group) Ctrl-C in a terminal, which signals the whole process
+    group: the workers too, which must not print tracebacks."""
     sweep = write_sweep(tmp_path, """set = { "world.duration" = 1.0 }
 [grid]
 "robot.0.pd.kp" = [200.0, 220.0, 240.0, 260.0, 280.0, 300.0, 320.0, 340.0]
@@ -395,13 +398,16 @@ def test_sigint_cancels_a_sweep_cleanly(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen(RAISIMCLI + ["sweep", str(sweep), "-o", str(out), "-j", "1", "-q"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=group)
     deadline = time.time() + 240
     while time.time() < deadline:
         if out.exists() and any(f.endswith(".h5") for f in os.listdir(out)):
             break
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "interrupted by SIGINT" in stderr and "Traceback" not in stderr

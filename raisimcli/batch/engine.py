@@ -16,6 +16,8 @@ import csv
 import logging
 import math
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -65,19 +67,29 @@ class Cluster:
         else:
             import dask
             n = max(1, min(scheduler.jobs, n_tasks))
-            # Dask's statistical profiler samples the worker's threads every 10 ms: on our step,
-            # which is mostly Python, it cost 35 % of a case (benchmarks/sweep.py). Off; the
-            # workers get this configuration from the nanny that starts them.
             # TLS with a certificate made for this cluster alone and kept in memory: the
             # scheduler (on 127.0.0.1) accepts only this client and its own workers, so that no
             # other user of the machine can join it and run code on a worker
             from distributed.security import Security
             security = Security.temporary()
-            with dask.config.set({"distributed.worker.profile.enabled": False}):
-                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                            dashboard_address=None, host="127.0.0.1",
-                                            protocol="tls://", security=security,
-                                            silence_logs=logging.CRITICAL, memory_limit=0)
+            # the workers start with SIGINT ignored (a child keeps an ignored signal, and Python
+            # then installs no handler of its own): Ctrl-C in a terminal signals the whole process
+            # group, and the workers printed KeyboardInterrupt tracebacks; this process cancels
+            # their cases and closes the cluster instead
+            in_main = threading.current_thread() is threading.main_thread()
+            sigint = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main else None
+            try:
+                # Dask's statistical profiler samples the worker's threads every 10 ms: on our
+                # step, which is mostly Python, it cost 35 % of a case (benchmarks/sweep.py). Off;
+                # the workers get this configuration from the nanny that starts them.
+                with dask.config.set({"distributed.worker.profile.enabled": False}):
+                    self.cluster = LocalCluster(
+                        n_workers=n, threads_per_worker=1, processes=True,
+                        dashboard_address=None, host="127.0.0.1", protocol="tls://",
+                        security=security, silence_logs=logging.CRITICAL, memory_limit=0)
+            finally:
+                if in_main:
+                    signal.signal(signal.SIGINT, sigint)
             self.client = Client(self.cluster, security=security)
 
     def __enter__(self):

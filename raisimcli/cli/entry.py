@@ -108,8 +108,6 @@ def _with_baseline_libm() -> None:
 def _command() -> None:
     install_signal_handlers()
     try:  # (a signal in any import below, too, is the one line of _interrupted)
-        import raisimcli.warmup
-        raisimcli.warmup.COMMAND_LINE = True  # (`raisimcli run` may start its first-run helper)
         import click
 
         from raisimcli.cli.main import cli

@@ -77,12 +77,9 @@ def run_command(scenarios, output, duration, overrides, strict, max_joints, igno
 
     @report_errors(json_output=as_json)
     def go():
-        from raisimcli import warmup
         scn = load_scenario(scenario, tuple(overrides), duration=duration, log_path=output,
                             strict=strict, ignore_warnings=ignore,
                             **({"max_joints": max_joints} if max_joints else {}))
-        if warmup.COMMAND_LINE:  # a fresh environment: a second CPU compiles part of the step
-            warmup.start("air" if scn.spec.world.ground is None else "ground")
         if no_clobber and os.path.exists(scn.log_path):
             raise UsageError(f"--no-clobber: the log {scn.log_path} exists already")
         from raisimcli.cli import entry

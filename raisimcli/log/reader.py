@@ -249,8 +249,8 @@ def check_structure(paths: list[str]) -> None:
     its own, all at once, and raise LogError for the first that fails or does not finish in
     time. HDF5 can loop without end on damaged metadata (a block of zeros in an object header
     has kept it turning at full CPU, in C, where neither Ctrl-C nor a Python thread reaches it):
-    a process can be stopped. Costs one start of Python with h5py (about 0.2-0.4 s) for each
-    file, in parallel."""
+    a process can be stopped. Costs one start of Python with h5py for each file, in
+    parallel."""
     import subprocess
     import sys
     procs = []

@@ -351,8 +351,10 @@ class _UrdfReader(AttributeReader):
             # "package:///pkg/..." (an empty host) is read as "package://pkg/...", as Pinocchio does
             pkg, _, rest = filename[len("package://"):].lstrip("/").partition("/")
             inside = os.path.normpath(rest)
-            if not pkg or os.path.isabs(rest) or inside == ".." or \
-                    inside.startswith(".." + os.sep):
+            if pkg in ("", ".", ".."):  # a package's name, never a step out of a folder
+                raise self.error(el, f"mesh path {filename!r} names no package ({pkg!r} is not "
+                                     "a package name)")
+            if os.path.isabs(rest) or inside == ".." or inside.startswith(".." + os.sep):
                 raise self.error(el, f"mesh path {filename!r} leaves its package {pkg!r}")
             candidates = [os.path.join(root, inside) for root in self.package_roots(pkg)]
         else:

@@ -254,9 +254,13 @@ class _StopRequest:
             for sig in self.SIGNALS:
                 self._saved[sig] = signal.signal(sig, self._request)
 
+    in_controller = False  # a controller is running: a signal stops it where it is
+
     def _request(self, signum, frame):
         self.requested = True
         self.signal_name = self.signal_name or signal.Signals(signum).name
+        if self.in_controller:  # (one stuck in a loop would never reach the next step)
+            raise Interrupted(self.signal_name)
 
     def restore(self) -> None:
         for sig, handler in self._saved.items():
@@ -320,13 +324,19 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
             else:  # the controllers run between them, at the step's M, h and contacts
                 w.integrate1()
                 for d, fn in controllers:
+                    stop.in_controller, exit_ = True, os._exit
+                    os._exit = _no_exit  # a controller cannot end the process as a success
                     try:
                         fn(t, d.system)
+                    except Interrupted:
+                        raise
                     except BaseException as e:  # SystemExit too: a controller cannot end the run
                         raise ControllerError(
                             f"the controller {d.spec.controller_name} of robot {d.system.name!r} "
                             f"raised {type(e).__name__} at t = {t:.6g} s: {e}", exc=e,
                             file=fn.__code__.co_filename) from None
+                    finally:
+                        stop.in_controller, os._exit = False, exit_
                 w.integrate2()
             msg = _diverged(drivers, t + dt)
             if msg is not None:
@@ -363,6 +373,11 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
         s = d.system
         result.final_energy[s.name] = (s.get_kinetic_energy(), s.get_potential_energy())
     return result
+
+
+def _no_exit(code=0):
+    """os._exit while a controller runs: an exception the run reports, not an exit."""
+    raise SystemExit(f"os._exit({code}) (a controller cannot end the process)")
 
 
 def _with_log(e: BaseException, writer: LogWriter) -> BaseException:
