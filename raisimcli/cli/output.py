@@ -1,5 +1,5 @@
-"""What the commands write outside the library: machine output on stdout, report files, and the
-checks of output paths made before any work starts."""
+"""What the commands write outside the library: machine output on stdout (files go through
+raisimcli.writing)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from raisimcli.errors import RaisimcliError, UsageError
+from raisimcli.errors import RaisimcliError
 
 
 class OutputError(RaisimcliError):
@@ -30,17 +30,3 @@ def emit(text: str) -> None:
         except (OSError, ValueError):
             pass
         raise OutputError(f"cannot write to standard output: {e.strerror or e}") from None
-
-
-def check_writable(path: str, option: str) -> None:
-    """An output file `path` can be created: not empty, not a folder, in a folder that exists
-    and may be written. Raises UsageError (exit 2) naming the option."""
-    if not path or not path.strip():
-        raise UsageError(f"{option}: the path is empty")
-    if os.path.isdir(path) or path.endswith(os.sep):
-        raise UsageError(f"{option} {path}: is a folder; expected a file name")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UsageError(f"{option} {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"{option} {path}: the folder {folder} is not writable")
