@@ -246,28 +246,59 @@ def test_a_batch_run_never_replaces_an_index_that_is_not_its_own(tmp_path):
 
 
 # --- writes that fail -----------------------------------------------------------------------------
+@pytest.fixture(params=["ulimit -f", "full disk"])
+def cramped(request, tmp_path):
+    """(folder, limit): a folder where writing fails: under a file-size limit of 400 bytes, or
+    on a 1 MB tmpfs filled to its last 512 bytes (mounted here; skipped where that is not
+    allowed)."""
+    if request.param == "ulimit -f":
+        yield tmp_path, 400
+        return
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    try:
+        yield disk, None
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
+def _fill(folder) -> None:
+    """Leave 512 bytes free on the file system of `folder`."""
+    st = os.statvfs(folder)
+    free = st.f_bavail * st.f_frsize
+    with open(os.path.join(folder, "filler"), "wb") as f:
+        f.write(bytes(max(0, free - 512)))
+
+
 @pytest.mark.parametrize("what", ["update", "junit", "html", "plot", "export"])
-def test_a_write_beyond_the_file_size_limit_leaves_nothing_and_one_message(log, tmp_path, what):
+def test_a_write_that_fails_leaves_nothing_and_one_message(log, tmp_path, cramped, what):
+    folder, limit = cramped
     new = tmp_path / "new.h5"
     shutil.copyfile(log, new)
-    golden = tmp_path / "golden.h5"
+    golden = folder / "golden.h5"
     shutil.copyfile(log, golden)
     with h5py.File(golden, "r+") as f:
         f.attrs["created"] = "before"
     before = golden.read_bytes()
     args = {"update": ["compare", golden, new, "--update", "-q"],
-            "junit": ["compare", golden, new, "--junit-xml", "r.xml", "-q"],
-            "html": ["compare", golden, new, "--html", "r.html", "-q"],
-            "plot": ["plot", new, "-o", "f.png"],
-            "export": ["export", new, "-o", "tables"]}[what]
-    code, out, _ = command(args, tmp_path, limit=400)
+            "junit": ["compare", golden, new, "--junit-xml", folder / "r.xml", "-q"],
+            "html": ["compare", golden, new, "--html", folder / "r.html", "-q"],
+            "plot": ["plot", new, "-o", folder / "f.png"],
+            "export": ["export", new, "-o", folder / "tables"]}[what]
+    if limit is None:
+        _fill(folder)
+    code, out, _ = command(args, tmp_path, limit=limit)
     assert code == 1 and "Traceback" not in out, out
     assert "cannot write" in out and "nothing was written" in out, out
     assert golden.read_bytes() == before
-    left = sorted(f for f in os.listdir(tmp_path) if f not in ("new.h5", "golden.h5", "tables"))
+    left = sorted(f for f in os.listdir(folder)
+                  if f not in ("new.h5", "golden.h5", "tables", "filler", "disk"))
     assert left == [], left
-    if os.path.isdir(tmp_path / "tables"):
-        files = [f for _, _, fs in os.walk(tmp_path / "tables") for f in fs]
+    if os.path.isdir(folder / "tables"):
+        files = [f for _, _, fs in os.walk(folder / "tables") for f in fs]
         assert files == [], files
 
 
