@@ -155,3 +155,25 @@ def test_os_exit_in_a_controller_fails_the_run(tmp_path):
     p = _controller_run(tmp_path, "os._exit(0)")
     r = run("run", p, "-q", "-o", tmp_path / "c.h5")
     assert r.exit_code != 0 and "os._exit(0)" in r.output, r.output
+
+
+def test_a_sweep_case_with_a_very_long_name_gets_a_log_and_an_index(tmp_path, scenario):
+    """A name over the file systems' 255 bytes: its start and a digest, so the log and the index
+    are written."""
+    p = tmp_path / "sweep.toml"
+    p.write_text(f'scenario = "{scenario}"\n[[case]]\nname = "{"k" * 400}"\n')
+    r = run("sweep", p, "-o", tmp_path / "out", "-j", "1", "-q")
+    assert r.exit_code == 0, r.output
+    logs = [f for f in os.listdir(tmp_path / "out") if f.endswith(".h5")]
+    assert len(logs) == 1 and len(logs[0]) < 255 and logs[0].startswith("k" * 100)
+    assert (tmp_path / "out" / "index.csv").exists()
+
+
+def test_plot_and_export_say_that_a_log_is_partial(tmp_path, log):
+    import h5py
+    with h5py.File(log, "r+") as f:
+        f.attrs["status"] = "diverged"
+    r = run("plot", log, "-o", tmp_path / "f.png")
+    assert r.exit_code == 0 and "did not complete (status diverged)" in r.output, r.output
+    r = run("export", log, "-o", tmp_path / "t")
+    assert r.exit_code == 0 and "did not complete (status diverged)" in r.output, r.output

@@ -133,6 +133,18 @@ def _name_value(v) -> str:
     return toml_value(v).replace(" ", "").replace('"', "")
 
 
+MAX_NAME = 200  # bytes of a case's name: its log's file name (with ".diverged.h5") stays < 255
+
+
+def _fit(name: str) -> str:
+    """`name` itself, or when longer than MAX_NAME its start and a digest of the whole (file
+    systems refuse a file name over 255 bytes: the case's log and the index were lost)."""
+    if len(name) <= MAX_NAME:  # (ASCII after _NAME_UNSAFE)
+        return name
+    import hashlib
+    return name[:MAX_NAME - 17] + "~" + hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
 def case_name(values: list[tuple[str, object]], short: dict[str, str]) -> str:
     name = ",".join(f"{short.get(k, k)}={_name_value(v)}" for k, v in values) or "base"
     return _NAME_UNSAFE.sub("_", name)
@@ -227,6 +239,7 @@ def load_sweep(path: str) -> Sweep:
             cname = _NAME_UNSAFE.sub("_", name) if name else case_name(vals, short)
             if name and seed is not None:
                 cname += f",seed={seed}"
+            cname = _fit(cname)
             if cname in seen:
                 raise ScenarioError(f"{path}: case {cname!r} is defined twice (cases {seen[cname]} "
                                     f"and {len(cases)}); give one of them a name = \"...\"")

@@ -44,6 +44,10 @@ def plot_command(log, output, kind, robot, joints, t_from, t_to, quiet):
         with open_log(log, check=True) as lg, reading(log):
             fig = figure(lg, kind, robot=robot, joints=list(joints) or None, t_from=t_from,
                          t_to=t_to)
+            status = lg.status
+        if status != "complete":
+            click.echo(f"warning: {log}: the log's run did not complete (status {status}): "
+                       "the figure ends where it stopped", err=True)
         key = "Software" if suffix == ".png" else "Creator"
         with output_file(output, "-o", "figure", marked, inputs=(log,)) as tmp:
             fig.savefig(tmp, dpi=120, format=suffix[1:], metadata={key: MARK})
