@@ -244,37 +244,84 @@ for n in names:
 STRUCTURE_SECONDS = 10.0  # check_structure's time for a file, plus 1 s per 10 MB
 
 
+def _walk_forked(path: str, swmr: str):
+    """_WALK in a forked copy of this process (h5py already imported: no start-up to pay): (the
+    child's pid, the read end of a pipe that gets its error message)."""
+    import sys
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: walk, report, and leave without running the parent's exit code
+        code, message = 0, b""
+        try:
+            sys.argv = ["walk", path, swmr]
+            exec(_WALK, {"__name__": "__walk__"})
+        except SystemExit as e:
+            code, message = (3, str(e.code).encode()) if e.code else (0, b"")
+        except BaseException as e:  # noqa: BLE001  (whatever HDF5 raised: the file is damaged)
+            code, message = 3, f"{type(e).__name__}: {e}".encode()
+        try:
+            os.write(write, message[-2000:])
+        finally:
+            os._exit(code)
+    os.close(write)
+    return pid, read
+
+
 def check_structure(paths: list[str]) -> None:
     """Read the whole structure of each HDF5 file (open_hdf5's checks passed) in a process of
     its own, all at once, and raise LogError for the first that fails or does not finish in
     time. HDF5 can loop without end on damaged metadata (a block of zeros in an object header
     has kept it turning at full CPU, in C, where neither Ctrl-C nor a Python thread reaches it):
-    a process can be stopped. Costs one start of Python with h5py for each file, in
-    parallel."""
+    a process can be stopped. The process is a fork of this one when this one runs a single
+    thread (a fork of a process with other threads could inherit a lock one of them holds), else
+    a new Python with h5py."""
+    import signal
     import subprocess
     import sys
+    import threading
+    fork = hasattr(os, "fork") and threading.active_count() == 1
     procs = []
     for path in paths:
         _, flags = _superblock(path, os.path.getsize(path))
         swmr = "1" if flags & _OPEN_FOR_WRITING else "0"
-        procs.append((path, subprocess.Popen(
-            [sys.executable, "-c", _WALK, path, swmr], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+        if fork:
+            procs.append((path, _walk_forked(path, swmr)))
+        else:
+            procs.append((path, subprocess.Popen(
+                [sys.executable, "-c", _WALK, path, swmr], stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
     failure = None
     start = time.monotonic()
-    for path, p in procs:
+    for path, proc in procs:
         budget = STRUCTURE_SECONDS + os.path.getsize(path) / 1e7
-        try:
-            err = p.communicate(timeout=max(0.0, budget - (time.monotonic() - start)))[1]
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        left = lambda: budget - (time.monotonic() - start)  # noqa: E731
+        if fork:
+            pid, read = proc
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done or left() <= 0:
+                    break
+                time.sleep(0.002)
+            if not done:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            with os.fdopen(read, "rb") as r:
+                err = r.read().decode(errors="replace")
+            code = os.waitstatus_to_exitcode(status) if done else None
+        else:
+            try:
+                err = proc.communicate(timeout=max(0.0, left()))[1]
+                code = proc.returncode
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                code = None
+        if code is None:
             failure = failure or LogError(f"{path}: the file is damaged (HDF5 did not finish "
                                           f"reading its structure within {budget:.0f} s)")
-            continue
-        if p.returncode != 0 and failure is None:
+        elif code != 0 and failure is None:
             last = (err or "").strip().splitlines()
-            why = last[-1].split(": ", 1)[-1] if last else f"exit code {p.returncode}"
+            why = last[-1].split(": ", 1)[-1] if last else f"exit code {code}"
             failure = LogError(f"{path}: the file is damaged ({_short(Exception(why))})")
     if failure is not None:
         raise failure
