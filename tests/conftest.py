@@ -1,3 +1,4 @@
+import contextlib
 import os
 import subprocess
 import sys
@@ -46,6 +47,20 @@ def run_scenarios(out, names, env: dict | None = None, duration: str = "0.2"):
     return subprocess.Popen([sys.executable, "-c", _DRIVER, SCENARIOS, str(out), duration,
                              *names], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+
+
+@contextlib.contextmanager
+def small_disk(folder):
+    """A 1 MB tmpfs mounted at `folder` (made here) for the block; the test is skipped where
+    mounting is not allowed (not root)."""
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
 
 
 def robot(name: str) -> str:

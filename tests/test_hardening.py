@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROBOTS, ROOT, SCENARIOS
+from conftest import ROBOTS, ROOT, SCENARIOS, small_disk
 from raisimcli.cli.main import cli
 from raisimcli.log import open_log
 
@@ -266,20 +266,13 @@ def test_file_size_limit_stops_the_run_with_one_message(tmp_path):
 
 
 def test_full_disk_stops_the_run_with_one_message(tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (not root)")
-    try:
+    with small_disk(tmp_path / "disk") as disk:
         out = disk / "run.h5"
         assert run("run", scenario(tmp_path, steps=20), "-q", "-o", out).exit_code == 0
         before = out.read_bytes()
         s = scenario(tmp_path, steps=400_000, file="big.toml")
         proc = spawn(["run", s, "-q", "-o", out], tmp_path)
         _assert_write_failure(proc, disk, out, before, "No space left on device")
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
 
 
 # --- CI passing when it must fail -----------------------------------------------------------------

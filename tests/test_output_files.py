@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROBOTS
+from conftest import ROBOTS, small_disk
 from raisimcli.cli.main import cli
 
 PEND = f"""[world]
@@ -254,15 +254,8 @@ def cramped(request, tmp_path):
     if request.param == "ulimit -f":
         yield tmp_path, 400
         return
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (not root)")
-    try:
+    with small_disk(tmp_path / "disk") as disk:
         yield disk, None
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
 
 
 def _fill(folder) -> None:
