@@ -158,11 +158,51 @@ def _stamp(digest: bytes) -> str:
     return _STAMP + hashlib.sha256(made).hexdigest()[:16]
 
 
+FIRST_COMPILE = ("raisimcli: compiling the simulation's loops for this Python and numba, once "
+                 "(up to about half a minute; later runs load them from numba's cache)")
+
+
+def _first_compile_listener():
+    """A numba event listener that says FIRST_COMPILE on stderr, once a process, when numba
+    starts compiling the first of the package's loops (not when it loads one from its cache):
+    where the shipped machine code does not apply (another Python or numba, a loop for argument
+    types no shipped one has), a first run would otherwise sit silent, its progress bar at 0,
+    while numba compiles."""
+    from numba.core import event
+
+    class FirstCompile(event.Listener):
+        said = False
+
+        def on_start(self, ev):
+            if self.said:
+                return
+            fn = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+            if not getattr(fn, "__module__", "").startswith("raisimcli."):
+                return
+            self.said = True
+            try:
+                print(FIRST_COMPILE, file=sys.stderr, flush=True)
+            except (OSError, ValueError, AttributeError):  # (no stderr, or a closed one)
+                pass
+
+        def on_end(self, ev):
+            pass
+    return FirstCompile()
+
+
+_LISTENING: list = []  # the FIRST_COMPILE listener, once registered
+
+
 def install(locators: list, digest: bytes, folders: list, opt, archive: str = ARCHIVE) -> int:
     """Add the shipped entries to numba's cache when they apply (the module's docstring) and are
     not there yet; the number of entries added. `locators`: raisimcli.jit's cache locators;
     `digest`: its digest of the sources; `folders`: the package's folders that hold compiled
-    loops, relative; `opt`: the loops' optimisation level."""
+    loops, relative; `opt`: the loops' optimisation level. Registers, once, the listener that
+    says on stderr when numba compiles one of the loops after all."""
+    if not _LISTENING:
+        from numba.core import event
+        _LISTENING.append(_first_compile_listener())
+        event.register("numba:compile", _LISTENING[0])
     global USABLE
     USABLE = _usable_here()
     if not USABLE:
