@@ -2,8 +2,8 @@
 instead of compiling them.
 
 numba compiles a loop the first time it runs and keeps the machine code in its on-disk cache
-(raisimcli/jit.py). In a fresh environment that first run of `raisimcli run` spent 12-30 s
-compiling. `precompiled.tar.xz` beside this file holds the cache entries of every loop that the
+(raisimcli/jit.py). In a fresh environment that first run of `raisimcli run` spent most of its
+time compiling. `precompiled.tar.xz` beside this file holds the cache entries of every loop that the
 shipped scenarios run (each at its full length, the pendulum under every integration scheme),
 that a floating body on the ground runs with each set of boxes, cylinders and meshes, without
 and with a hand of mimic fingers (the loops compiled for a robot on the ground depend on which of

@@ -79,8 +79,8 @@ class Cluster:
             in_main = threading.current_thread() is threading.main_thread()
             sigint = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main else None
             try:
-                # Dask's statistical profiler samples the worker's threads every 10 ms: on our
-                # step, which is mostly Python, it cost 35 % of a case (benchmarks/sweep.py). Off;
+                # Dask's statistical profiler samples the worker's threads: on our step, which
+                # is mostly Python, it cost a third of a case (benchmarks/sweep.py). Off;
                 # the workers get this configuration from the nanny that starts them.
                 with dask.config.set({"distributed.worker.profile.enabled": False}):
                     self.cluster = LocalCluster(

@@ -9,8 +9,8 @@ the process, so that the log writer can report it and clean up.
 A command whose process ran no code of the user's (`run` without a controller, `inspect`,
 `compare`) sets QUICK_EXIT. The process then freezes the objects it holds (`gc.freeze`) before it
 exits, so that Python's last garbage collections skip them: numba's and Pinocchio's objects (about
-130,000 that the collector tracks) made those collections take 0.2-0.25 s of a `raisimcli run`
-of 1.2-1.5 s. Everything else of the exit still happens (atexit handlers, the modules' teardown);
+130,000 that the collector tracks) made those collections a sixth of a short `raisimcli run`.
+Everything else of the exit still happens (atexit handlers, the modules' teardown);
 what is skipped is only the freeing of objects held in reference cycles, which the operating
 system takes back with the process. The command's own files are closed before: the log is written
 and renamed before the run returns. A user's controller may hold a file that only a collection
@@ -20,7 +20,7 @@ Right after the signal handlers, on Linux x86-64 with glibc, a command that comp
 again (the same interpreter, arguments and environment) with GLIBC_TUNABLES masking FMA, once, when
 its environment does not mask it already: glibc then runs the plain build of its math functions, the
 one every x86-64 processor runs, so that a log is the same bit for bit on a machine with FMA and on
-one without (raisimcli.libm). That costs one more start of the interpreter, about 25 ms, which only
+one without (raisimcli.libm). That costs one more start of the interpreter, which only
 `run`, `sweep` and `inspect` pay (not their `--help`). Only the program itself does it (the console
 script or `python -m raisimcli`), never a Python program that calls main().
 

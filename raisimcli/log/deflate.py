@@ -1,7 +1,7 @@
 """HDF5's shuffle and deflate filters, run on whole chunks in a helper process, with libdeflate.
 
-gzip is much of what logging costs (docs/log.md): in the run's own process about 20 us of a
-60 us step on the main scenario with every signal (35-40 us with zlib). HDF5 runs its filters
+gzip is much of what logging costs (docs/log.md): in the run's own process, about a third of
+the main scenario's step with every signal (more with zlib). HDF5 runs its filters
 in the writing thread, and a thread of ours would not help: on the 2-core machines we measured,
 handing Python's lock between two threads slowed the step by about 45 % even when the other
 thread only woke up once a millisecond. So the writer hands whole
@@ -56,7 +56,7 @@ except ImportError:
 
 # libdeflate's bindings: the top-level package `deflate`, not this module. The helper (-I -S:
 # no site-packages) takes it from the folder it was given, and nothing else from there (numpy
-# would add 60 ms to its start)
+# would slow its start)
 if __name__ == "__main__":
     sys.path.append(sys.argv[3])
 import deflate as _libdeflate  # noqa: E402
@@ -299,7 +299,7 @@ class DeflateHelper:
     def close(self) -> None:
         """Stop the helper (after the jobs out) and release the map. Without jobs out, the
         helper exits on its own once it reads the end of its input, and is not waited for here
-        (a run's log would wait some 4-8 ms for it): _reap collects it later."""
+        (a run's log would wait for it): _reap collects it later."""
         if self._proc.stdin is not None:
             try:
                 self._proc.stdin.close()

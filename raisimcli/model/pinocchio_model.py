@@ -121,8 +121,8 @@ def _may_be_singular(M: np.ndarray) -> bool:
     https://www.netlib.org/lapack/lug/node89.html; Demmel and Veselic, "Jacobi's method is more
     accurate than QR", SIAM J. Matrix Anal. Appl. 13, 1992), far below that gap for the sizes of
     a robot. So no warning depends on the processor, and a model that is far from singular (every
-    robot we ship) does not wait for numba to compile the rotations' loop (about 0.5 s of a fresh
-    environment's first run)."""
+    robot we ship) does not wait for numba to compile the rotations' loop in a fresh
+    environment's first run."""
     w = np.linalg.eigvalsh(M)
     return not w[0] > 1e-8 * w[-1]
 

@@ -392,8 +392,8 @@ class ArticulatedSystem:
         """data.J and the placements data.oMi at the current state: from the placements of
         kinematics() when it has run; else, when a pass of crba or nonLinearEffects has run at
         this state ("pass": its joint placements data.liMi are this state's), the placements
-        composed from those (updateGlobalPlacements) and data.J from them, in 0.65 us; else
-        computeJointJacobians computes both from q in one pass (0.93 us; the same operations as
+        composed from those (updateGlobalPlacements) and data.J from them, the cheaper way;
+        else computeJointJacobians computes both from q in one pass (the same operations as
         forwardKinematics for oMi; frames and velocities are left to kinematics()). The three
         give the same bits (tests/test_quick.py)."""
         cache = self._cache
@@ -508,8 +508,7 @@ class ArticulatedSystem:
         it from the joints' placements data.liMi: those of a pass at this state (crba or
         nonLinearEffects: "pass"; kinematics(): "kin") when one has run, which are
         forwardKinematics' bit for bit (tests/test_quick.py), else of forwardKinematics from q
-        (0.6 us more on the quadruped; a log's potential energy follows its kinetic energy's
-        crba)."""
+        (a log's potential energy follows its kinetic energy's crba)."""
         cache = self._cache
         if "com" not in cache:
             if "pass" in cache or "kin" in cache:
@@ -1293,9 +1292,8 @@ class ArticulatedSystem:
     def log_energies_and_force(self, out: np.ndarray) -> None:
         """out (2 + nv,) = [get_kinetic_energy(), get_potential_energy(),
         *get_generalized_force()] at the current state, with their bits, in one compiled call
-        after Pinocchio's crba and centre of mass (a log's row: 5.5-6.0 us against 8.4 for the
-        three getters on the quadruped; the call takes the robot's constant arrays as one
-        ArrayTable). The state's M, M_pin, centre of mass and potential
+        after Pinocchio's crba and centre of mass (cheaper than the three getters; the call
+        takes the robot's constant arrays as one ArrayTable). The state's M, M_pin, centre of mass and potential
         energy are kept as the getters keep them (the next step reuses the crba). When one of
         them is kept already (or the gravity is not a (3,) array), the getters give the
         values."""

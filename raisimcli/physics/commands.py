@@ -5,8 +5,8 @@ Integration Steps 1-3): the PD gains, the targets, the feedforward force, the ac
 the joint damping, the springs' stiffness and rest coordinates, the actuator torques. Each is a
 named attribute of the ArticulatedSystem (`s.kp`, `s.q_ref`, ...), and each is a view of one
 float64 array, `s.commands`, in the order of COMMANDS. The compiled step takes that one array
-instead of eleven: numba unboxes every array argument of a call (about 50 ns each), and the
-eleven attribute reads cost as much again (benchmarks/README.md).
+instead of eleven: numba unboxes every array argument of a call, and the eleven attribute
+reads cost as much again.
 
 Assigning such an attribute copies the values into its view (`s.kp = gains` leaves `gains`
 the caller's own); an array of another shape is refused. Writing into a view in place
