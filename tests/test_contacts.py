@@ -872,7 +872,8 @@ def test_a_convex_mesh_on_the_ground_is_coal_s_contact_patch(mesh, tmp_path):
     request.security_margin, request.num_max_contacts = DEFAULT_MARGIN, 8
     rng = np.random.default_rng(1)
     seen, ties = {}, 0
-    for i in range(2000):
+    n = 1000 if mesh == "solo_foot" else 2000  # (coal walks the foot's hull: slower a pose)
+    for i in range(n):
         if i % 2 == 0:  # near a pose with a face down
             R = pin.rpy.rpyToMatrix(*(rng.standard_normal(2) * 10 ** rng.uniform(-10, -2)),
                                     rng.uniform(-np.pi, np.pi))
@@ -910,8 +911,9 @@ def test_a_convex_mesh_on_the_ground_is_coal_s_contact_patch(mesh, tmp_path):
     # (1 of the foot's poses: a turn of coal's hull within 1e-12; 211 of the prism's: its
     # regular hexagon's ties)
     assert ties <= (5 if mesh == "solo_foot" else 300)
-    assert seen[(0, 4)] > 400 and seen[(1, 0)] > 200 and seen[(0, 0)] > 200
-    assert sum(v for (m, k), v in seen.items() if m == 1 and 0 < k < 4) > 10  # (an edge, a tip)
+    assert seen[(0, 4)] > n // 5 and seen[(1, 0)] > n // 10 and seen[(0, 0)] > n // 10
+    assert sum(v for (m, k), v in seen.items() if m == 1 and 0 < k < 4) >= n // 250  # (an edge,
+    # a tip)
 
 
 def test_spheres_a_box_and_a_plate_on_the_ground_come_in_shape_order_with_their_materials():
