@@ -54,7 +54,7 @@ def _start_numba() -> None:
     """Import numba's array functions without letting them import scipy.linalg.
 
     When numba first compiles or loads a compiled function it imports `numba.np.arraymath`,
-    which imports `scipy.linalg` (0.12 s, a tenth of a `raisimcli run` from start to exit) only
+    which imports `scipy.linalg` (a tenth of a short `raisimcli run` from start to exit) only
     to learn whether a BLAS is there for `np.correlate` and `np.convolve` in compiled code. Our
     compiled loops call neither (nor any BLAS: their algebra is our own loops, in a fixed order),
     so that module is imported here with scipy.linalg out of reach: its check then answers no,
@@ -164,10 +164,10 @@ _install()
 
 
 # LLVM's optimisation level of the package's loops: 1, unless NUMBA_OPT says otherwise. Level 3
-# (numba's default) spent about 2 s more of a fresh environment's first run (17.2 s against 15.2 s
-# at level 1; 12.3 s at level 0, where numba refuses to cache some loops) optimising loops whose
-# time goes to the calls into them, not to their arithmetic: the standing quadruped's step took the
-# same 47.7-47.9 us at levels 1 and 3 (benchmarks/README.md). The level changes no result: without
+# (numba's default) made a fresh environment's first run longer (and level 0 makes numba refuse to
+# cache some loops), optimising loops whose time goes to the calls into them, not to their
+# arithmetic: the standing quadruped's step took the same time at levels 1 and 3. The level
+# changes no result: without
 # fastmath LLVM keeps every floating-point operation and its order at any level (the golden logs
 # compare at rtol 0).
 _OPT = None if "NUMBA_OPT" in os.environ else 1
@@ -304,9 +304,9 @@ def _spanned(typingctx, buffer, start, stop):
 # span(buffer, start, stop): the entries start..stop-1 of the contiguous 1-D `buffer`, a view:
 # what `buffer[start:stop]` gives for 0 <= start <= stop <= len(buffer), without the slice's
 # handling of other bounds (negative ones, past the end), which the loops never use. A slice's
-# code took numba about 10 ms to compile at each of the some 200 places where the loops cut their
-# packed arguments and scratch, and LLVM optimised it again in every caller; span's, about a
-# third of that (benchmarks/README.md). Like carve: the slice itself with NUMBA_DISABLE_JIT=1,
+# code took numba long to compile at each of the some 200 places where the loops cut their
+# packed arguments and scratch, and LLVM optimised it again in every caller; span's, a third of
+# that. Like carve: the slice itself with NUMBA_DISABLE_JIT=1,
 # and an IndexError for a view outside its buffer with NUMBA_BOUNDSCHECK=1.
 span = _span_python if numba.config.DISABLE_JIT else _spanned
 
@@ -333,10 +333,9 @@ def _present_compiled(marker, value):
 # those of the contiguous 1-D `buffer` from index `start` on, a view: what
 # `buffer[start:start + prod(shape)].reshape(shape)` gives, without its checks (the caller keeps
 # start + prod(shape) within the buffer, as it would for the slice). In a compiled loop it is
-# made in place rather than by numba's `reshape`, whose call into numba's helper library cost
-# about 20 ns and whose code about 30 ms of a fresh environment's compile, at each of the many
-# places where the loops cut their packed arguments and scratch into matrices
-# (benchmarks/README.md). With NUMBA_DISABLE_JIT=1, where the loops run as Python, it is the
+# made in place rather than by numba's `reshape`, whose call into numba's helper library and
+# whose compiled code cost something at each of the many places where the loops cut their packed
+# arguments and scratch into matrices. With NUMBA_DISABLE_JIT=1, where the loops run as Python, it is the
 # slice and reshape. With NUMBA_BOUNDSCHECK=1 (numba's check of every index; give it a cache
 # directory of its own, NUMBA_CACHE_DIR, so that no loop compiled without it is reused) a view
 # that does not lie within its buffer raises IndexError, as an index past an array's end does.
@@ -346,11 +345,11 @@ carve = _carve_python if numba.config.DISABLE_JIT else _carved
 # ---------------------------------------------------------------------------------------------
 # Arrays handed to a compiled loop as one table of their addresses
 # ---------------------------------------------------------------------------------------------
-# numba checks the type of every argument of a call and unpacks every array into a struct: about
-# 50 ns an array argument (20 ns a float), whatever the loop does with it. A loop that reads the
-# same arrays at every call (a robot's constant arrays, views of Pinocchio's data made at load)
-# can take them as one ArrayTable, and make each one again in the loop with `table_view`: one
-# argument instead of many (benchmarks/README.md).
+# numba checks the type of every argument of a call and unpacks every array into a struct, which
+# costs more for an array argument than for a float, whatever the loop does with it. A loop that
+# reads the same arrays at every call (a robot's constant arrays, views of Pinocchio's data made
+# at load) can take them as one ArrayTable, and make each one again in the loop with
+# `table_view`: one argument instead of many.
 
 _TABLE_COLUMNS = 7  # a row: the address, three dimensions, three strides in bytes
 _TABLES: dict = {}  # NUMBA_DISABLE_JIT=1: the arrays of each table, by its address

@@ -258,9 +258,9 @@ def _jacobi(A, w, V):
 # Up to this size symmetric_eigen runs _jacobi's lines in Python (its `py_func`) instead of the
 # compiled loop: a URDF's 3 x 3 inertia tensors, read before any step. The same operations
 # (+, -, *, /, abs, sqrt and comparisons of IEEE doubles, which the compiled loop keeps in
-# order: no fastmath, no fused multiply-add) give the same bits (tests/test_linalg.py), in about
-# 0.13 ms a tensor, and a fresh environment's first run does not wait about 0.5 s for numba to
-# compile the loop while it reads the model.
+# order: no fastmath, no fused multiply-add) give the same bits (tests/test_linalg.py), and a
+# fresh environment's first run does not wait for numba to compile the loop while it reads the
+# model.
 PYTHON_JACOBI_MAX = 3
 
 

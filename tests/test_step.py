@@ -582,81 +582,29 @@ def test_actuator_loop_gives_the_array_expressions_of_step_2():
                 np.testing.assert_array_equal(g, e)
 
 
-def test_get_generalized_force_is_the_spec_functions_composed():
-    # tau_cmd + tau_act at the current state in one compiled loop: the bits of clamped_command,
-    # pd_torque and actuator_torques, with limits that clamp, infinite ones and a NaN command
-    from raisimcli.physics.step.actuators import actuator_torques
-    from raisimcli.physics.step.command import clamped_command, pd_torque
-    rng = np.random.default_rng(9)
-    _, s = quadruped_world()
-    nv = s.nv
-    for trial in range(50):
-        s.set_pd_gains(np.abs(rng.standard_normal(nv)) * 50, np.abs(rng.standard_normal(nv)))
-        s.set_pd_target(s.q, rng.standard_normal(nv))
-        s.set_generalized_velocity(rng.standard_normal(nv) * 3)
-        s.set_generalized_force(rng.standard_normal(nv) * 20)
-        if trial % 10 == 0:
-            s.tau_ff[7] = np.nan  # (the setter refuses it: the loop must still propagate it)
-        s.set_actuator_torques(rng.standard_normal(len(s.model.actuators)) * 5)
-        upper = np.where(rng.random(nv) < 0.3, np.inf, np.abs(rng.standard_normal(nv)) * 10)
-        s.tau_upper, s.tau_lower = upper, -upper  # inf: a joint without an effort limit
-        s.pd_error = rng.standard_normal(nv)  # as a step leaves it
-        tau_act, _ = actuator_torques(s.transmission, s.tau_a, s.u, s.motor_region_enforced)
-        expected = clamped_command(s.tau_ff, pd_torque(s.kp, s.kd, s.pd_error, s.u_ref, s.u),
-                                   s.tau_lower, s.tau_upper) + tau_act
-        assert s.get_generalized_force().tobytes() == expected.tobytes()
-    # and without actuators (tau_act 0)
+def test_get_generalized_force_is_the_clamped_pd_command_worked_by_hand():
+    # spec step 1 on arm7 (no actuators: tau_act = 0), with numbers exact in binary: kp 8, kd
+    # 0.5, q_ref - q 0.25, u_ref 3, u 1, tau_ff -1 give -1 + (8 0.25 + 0.5 (3 - 1)) = 2; then
+    # per joint: no limit, an upper limit, a lower limit, a NaN feedforward, no velocity error,
+    # a negative error against a lower limit
+    inf, nan = np.inf, np.nan
     w = World()
     s = w.add_articulated_system(robot("arm7.urdf"))
-    s.set_pd_gains(np.full(s.nv, 40.0), np.full(s.nv, 2.0))
-    s.set_generalized_velocity(rng.standard_normal(s.nv))
-    s.pd_error = rng.standard_normal(s.nv)
-    expected = clamped_command(s.tau_ff, pd_torque(s.kp, s.kd, s.pd_error, s.u_ref, s.u),
-                               s.tau_lower, s.tau_upper) + np.zeros(s.nv)
-    assert s.get_generalized_force().tobytes() == expected.tobytes()
-
-
-def test_fused_explicit_pass_is_the_spec_functions_composed():
-    # steps 1, 3 and u* fused into one compiled pass: the same bits as the functions that state
-    # the spec's equations one by one, with limits that clamp, infinite limits and a NaN command
-    from raisimcli.physics.step.command import clamped_command, pd_torque
-    from raisimcli.physics.step.explicit import explicit_torque
-    from raisimcli.physics.step.fused import explicit_pass
-    from raisimcli.physics.step.implicit import Factorized, free_velocity
-    rng = np.random.default_rng(8)
-    n, dt = 9, 0.002
-    for trial in range(200):
-        v = [rng.standard_normal(n) * 10 for _ in range(11)]
-        kp, kd, q_err, u_ref, u, tau_ff, b_joint, b_out, tau_act, k_s, spring_err = v
-        tau_ext, h = rng.standard_normal(n), rng.standard_normal(n)
-        upper = np.where(rng.random(n) < 0.3, np.inf, np.abs(rng.standard_normal(n)) * 5)
-        lower = -upper
-        if trial % 10 == 0:
-            tau_ff[0] = np.nan
-        A = rng.standard_normal((n, n))
-        M = A @ A.T + n * np.eye(n)
-        w = np.abs(rng.standard_normal(n))
-        tau_cmd, b, factor, u_star = explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower,
-                                                   upper, b_joint, b_out, tau_act, k_s,
-                                                   spring_err, tau_ext, w, M, h)
-        ref_cmd = clamped_command(tau_ff, pd_torque(kp, kd, q_err, u_ref, u), lower, upper)
-        ref_factor = Factorized(M + np.diag(w))
-        ref_u = free_velocity(ref_factor, u, dt, explicit_torque(ref_cmd, b_joint, b_out, u,
-                                                                 tau_act, k_s, spring_err,
-                                                                 tau_ext), h)
-        assert tau_cmd.tobytes() == ref_cmd.tobytes()
-        assert b.tobytes() == (b_joint + b_out).tobytes()
-        assert factor.matrix.tobytes() == ref_factor.matrix.tobytes()
-        assert factor._c.L.tobytes() == ref_factor._c.L.tobytes()
-        assert u_star.tobytes() == ref_u.tobytes()
-    # and a mass matrix that is not positive definite is refused the same way
-    from raisimcli.errors import RaisimcliError
-    z = np.zeros(n)
-    with pytest.raises(RaisimcliError, match="DoF 'd3'"):
-        M = np.eye(n)
-        M[3, 3] = 0.0
-        explicit_pass(dt, z, z, z, z, z, z, z - 1, z + 1, z, z, z, z, z, z, z, M, z,
-                      [f"d{k}" for k in range(n)])
+    s.set_pd_gains(np.full(7, 8.0), np.full(7, 0.5))
+    u_ref = np.array([3.0, 3.0, 3.0, 3.0, 3.0, 1.0, 3.0])
+    s.set_pd_target(s.q, u_ref)
+    s.set_generalized_velocity(np.ones(7))
+    s.set_generalized_force(np.full(7, -1.0))
+    s.tau_ff[3] = nan  # (the setter refuses it: the command must still propagate it)
+    s.pd_error = np.array([0.25, 0.25, 0.25, 0.25, 0.25, 0.25, -0.5])  # (as a step leaves it)
+    s.tau_lower = np.array([-inf, -inf, 2.5, -inf, -inf, -inf, -3.0])
+    s.tau_upper = np.array([inf, 1.5, 4.0, inf, inf, inf, inf])
+    expected = [2.0, 1.5, 2.5, nan, 2.0, 1.0, -3.0]
+    np.testing.assert_array_equal(s.get_generalized_force(), expected)
+    # outside PD mode the gains are zero: the clamped feedforward
+    s.set_control_mode("FORCE_AND_TORQUE")
+    np.testing.assert_array_equal(s.get_generalized_force(),
+                                  [-1.0, -1.0, 2.5, nan, -1.0, -1.0, -1.0])
 
 
 def test_the_impulse_problem_s_sums_skip_zeros_with_the_bits_of_the_full_sums(rng):

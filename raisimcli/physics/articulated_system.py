@@ -878,8 +878,7 @@ class ArticulatedSystem:
             if self.springs else np.zeros(self.nv)
         tau_ext = self.external_generalized_force()
         w = self._implicit_diagonal(dt)
-        # steps 1, 3 and u*: clamped_command(tau_ff, pd_torque(...)), explicit_torque,
-        # Factorized(M + diag(w)) and free_velocity, in one compiled pass (step/fused.py)
+        # steps 1, 3 and u* in one compiled pass (step/fused.py)
         tau_cmd, b, factor, u_star = explicit_pass(
             dt, kp, kd, q_err, self.u_ref, u, self.tau_ff, self.tau_lower, self.tau_upper,
             self.b_joint, self.transmission.output_damping, tau_act, self.k_s, spring_err,
@@ -1323,7 +1322,7 @@ class ArticulatedSystem:
         step and the current velocity, the actuator bounds at the current motor speeds. No damping,
         springs, external forces, implicit terms or impulses."""
         kp, kd = self.gains()
-        # clamped_command(tau_ff, pd_torque(...)) + actuator_torques' tau_act, compiled
+        # pd_command + actuator_torques' tau_act, compiled
         return generalized_force(self.transmission, self.tau_a, self.motor_region_enforced, kp,
                                  kd, self.pd_error, self.u_ref, self.u, self.tau_ff,
                                  self.tau_lower, self.tau_upper)

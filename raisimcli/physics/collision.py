@@ -272,7 +272,7 @@ class RobotShapes:
     def _pack(self) -> None:
         """The integer and float arrays above end to end in two arrays (_near_ground's I and F,
         its docstring gives the layout), each attribute a view of its part: a compiled call
-        then takes two arguments for them (each array passed costs numba about 55-70 ns).
+        then takes two arguments for them (each array passed costs numba an unboxing).
         Write into these attributes; never bind them to other arrays (the compiled call would
         not see those)."""
         ints = ("bodies", "kind", "material_index", "hull", "first_slot", "entry_shape",

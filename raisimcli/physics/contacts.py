@@ -615,8 +615,8 @@ class ContactWorld:
                     found.append((points, normal, float(patch.penetration_depth)))
             if found:
                 return found, []
-        # (res.getContact(i), not iteration over res.getContacts(): that costs 5 us a contact;
-        # pos and normal are copies, they outlive the next query)
+        # (res.getContact(i), not iteration over res.getContacts(), which is slower; pos and
+        # normal are copies, they outlive the next query)
         contacts = [res.getContact(i) for i in range(res.numContacts())]
         if not patches:  # a sphere or a capsule touches in one point
             return [], [(c.pos, -c.normal, c.penetration_depth) for c in contacts]

@@ -200,7 +200,7 @@ def _step_pin_acceleration(u_next, u, dt, identity, bu, R, u_pin, floating_u, a,
 
 # --- the getters' M and h (ArticulatedSystem.get_mass_matrix, get_nonlinearities) ------------
 # Their arrays lie in two arrays made once (GetterScratch), handed over as one ArrayTable
-# (`arrays`; numba charges about 45 ns for each array argument): I = [len(q_to_pin), the
+# (`arrays`; numba charges for each array argument of a call): I = [len(q_to_pin), the
 # blocks k, nv, the floating joints f, q_to_pin, block_q, block_u, floating_u], F = [q_pin,
 # R (k, 3, 3), u_pin, c, M_pin (nv, nv)].
 _GETTER_INTS, _GETTER_FLOATS = (types.int64, 1, "C"), (types.float64, 1, "C")
@@ -218,7 +218,7 @@ def _getter_inputs(q, u, arrays):
     floating_u = span(I, 4 + nq + 2 * k, 4 + nq + 2 * k + f)
     q_pin, R = span(F, 0, nq), carve(F, nq, (k, 3, 3))
     a = nq + 9 * k
-    for i in range(nq):  # (_pin_inputs' lines: a call of it took 0.08 us more, a quarter)
+    for i in range(nq):  # (_pin_inputs' lines, without the cost of a call)
         q_pin[i] = q[q_to_pin[i]]
     _rotations(q, bq, R)
     _rotate_rows(carve(u, 0, (n, 1)), bu, R, True, carve(F, a, (n, 1)))
@@ -245,8 +245,7 @@ def _getter_mass(M, arrays):
     rotation blocks R in F (_getter_coordinates' or _getter_inputs'), M_pin (into F) the
     symmetric matrix of that triangle: _mass_matrix's operations, in place. (The lower triangle
     filled in M, then M copied row by row: half the time of writing both matrices' lower
-    triangles column by column, 0.17 against 0.33 us at nv = 18; copies only, so the same
-    bits.)"""
+    triangles column by column; copies only, so the same bits.)"""
     I, F = _getter_ints(arrays, 0), _getter_floats(arrays, 1)  # noqa: E741
     nq, k, n = I[0], I[1], I[2]
     bu = span(I, 4 + nq + k, 4 + nq + 2 * k)

@@ -520,7 +520,7 @@ class InverseDynamics:
             # which are forwardKinematics' bit for bit, tests/test_inverse_dynamics.py)
         pin.rnea(pm, data, q_pin, u_pin, a_pin, fext)
         if R_T is None:  # data.oMi from the joints' placements rnea computed (it works in local
-            # frames): forwardKinematics' bit for bit, in 0.25 us instead of 0.64
+            # frames): forwardKinematics' bit for bit, at a third of its cost
             pin.updateGlobalPlacements(pm, data)
 
         # every wrench about the world origin first, then moved to its joint's position at once

@@ -1,12 +1,9 @@
 """Spec steps 1, 3 and the first part of step 4 of one system in one compiled pass: the clamped
 command, the explicit torque, M~ = M + diag(w), its Cholesky factor and the free velocity u*.
 
-The pass is the composition of command.pd_torque, command.clamped_command,
-explicit.explicit_torque, implicit.Factorized and implicit.free_velocity (which state the spec's
-equations one by one), with each entry computed by the same operations in the same order, so
-the results have the same bits (tests/test_step.py compares them); fused, they cost one call
-instead of about twenty small array operations. numpy's maximum and minimum are taken with
-numpy's rule for one element: a NaN propagates, and of two equal values the first is kept.
+The command is command.pd_command's (the PD law's one place); the explicit torque is
+tau_exp = tau_cmd - (b_joint + b_out) u_t + tau_act + k_s (q_s - q_t) + J^T F_ext, and
+u* = u_t + dt M~^-1 (tau_exp - h). tests/reference/ compares the step with a plain reference.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ from raisimcli.jit import ArrayTable, kernel, span, table_view
 from raisimcli.linalg import Cholesky, _cho_solve, _cholesky, _quadratic
 from raisimcli.physics.conventions import _mass_matrix
 from raisimcli.physics.step.actuators import _actuators
+from raisimcli.physics.step.command import pd_command
 from raisimcli.physics.step.implicit import Factorized
 
 
@@ -26,12 +24,7 @@ def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b
                    k_s, spring_err, tau_ext, w, M, h, tau_cmd, b, rhs, M_tilde, L, x, u_star):
     n = u.shape[0]
     for i in range(n):
-        tau_pd = kp[i] * q_err[i] + kd[i] * (u_ref[i] - u[i])
-        c = tau_ff[i] + tau_pd
-        if not (c >= lower[i] or c != c):  # np.maximum(c, lower)
-            c = lower[i]
-        if not (c <= upper[i] or c != c):  # np.minimum(c, upper)
-            c = upper[i]
+        c = pd_command(kp[i], kd[i], q_err[i], u_ref[i], u[i], tau_ff[i], lower[i], upper[i])
         tau_cmd[i] = c
         b[i] = b_joint[i] + b_out[i]
         tau_exp = c - (b_joint[i] + b_out[i]) * u[i] + tau_act[i] + k_s[i] * spring_err[i] + \
@@ -50,15 +43,10 @@ def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b
 
 @kernel
 def _command_plus(kp, kd, q_err, u_ref, u, tau_ff, lower, upper, tau_act, out):
-    """clamped_command(tau_ff, pd_torque(kp, kd, q_err, u_ref, u), lower, upper) + tau_act,
-    entry by entry with _explicit_pass's operations for tau_cmd."""
+    """pd_command + tau_act, entry by entry."""
     for i in range(u.shape[0]):
-        c = tau_ff[i] + (kp[i] * q_err[i] + kd[i] * (u_ref[i] - u[i]))
-        if not (c >= lower[i] or c != c):
-            c = lower[i]
-        if not (c <= upper[i] or c != c):
-            c = upper[i]
-        out[i] = c + tau_act[i]
+        out[i] = pd_command(kp[i], kd[i], q_err[i], u_ref[i], u[i], tau_ff[i], lower[i],
+                            upper[i]) + tau_act[i]
 
 
 @kernel
@@ -91,7 +79,7 @@ def generalized_force(tr, tau_a, enforce: bool, kp, kd, q_err, u_ref, u, tau_ff,
 
 
 # the arrays of a robot that _energies_and_force reads at every call, in one ArrayTable
-# (energies_table): numba unboxes each array argument of a call (about 50 ns each)
+# (energies_table): numba unboxes each array argument of a call
 _INTS, _FLOATS, _MATRIX = (types.int64, 1, "C"), (types.float64, 1, "C"), (types.float64, 2, "C")
 _ints_of, _floats_of, _matrix_of = table_view(_INTS), table_view(_FLOATS), table_view(_MATRIX)
 

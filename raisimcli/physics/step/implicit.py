@@ -1,15 +1,32 @@
-"""Spec step 4, first part: the implicit diagonal w, M~ = M + diag(w), and the free velocity u*."""
+"""Spec step 4, first part: the implicit diagonal w and the factorisation of M~ = M + diag(w)."""
 
 from __future__ import annotations
 
 import numpy as np
 from raisimcli.errors import RaisimcliError
+from raisimcli.jit import kernel
 from raisimcli.linalg import Cholesky
 
 
+@kernel
+def implicit_weight(dt, b, kd, kp, k_s):
+    """One DoF's entry of the implicit diagonal: w = dt/2 (b + k_d) + dt^2/4 (k_p + k_s), with
+    b = b_joint + b_out; the gains are 0 outside PD mode. The one place of this rule: the step's
+    loops and implicit_diagonal call it."""
+    return 0.5 * dt * (b + kd) + 0.25 * dt * dt * (kp + k_s)
+
+
+@kernel
+def _implicit_diagonal(dt, b_joint, b_out, kd, kp, k_s, w):
+    for i in range(w.shape[0]):
+        w[i] = implicit_weight(dt, b_joint[i] + b_out[i], kd[i], kp[i], k_s[i])
+
+
 def implicit_diagonal(dt: float, b_joint, b_out, kd, kp, k_s) -> np.ndarray:
-    """w = dt/2 (b_joint + b_out + k_d) + dt^2/4 (k_p + k_s), (nv,)."""
-    return 0.5 * dt * (b_joint + b_out + kd) + 0.25 * dt * dt * (kp + k_s)
+    """w (nv,): implicit_weight of each DoF."""
+    w = np.empty(b_joint.shape[0])
+    _implicit_diagonal(float(dt), b_joint, b_out, kd, kp, k_s, w)
+    return w
 
 
 # the names of a floating joint's linear DoFs end so (RobotModel.dof_names; a spherical joint has
@@ -50,9 +67,3 @@ class Factorized:
     def solve_rows_into(self, J: np.ndarray, col0: int, out: np.ndarray, row0: int) -> None:
         """out[row0 : row0 + nv] = M~^-1 J[:, col0 : col0 + nv]^T (J and out C-contiguous)."""
         self._c.solve_rows_into(J, col0, out, row0)
-
-
-def free_velocity(factor: Factorized, u: np.ndarray, dt: float, tau_exp: np.ndarray,
-                  h: np.ndarray) -> np.ndarray:
-    """u* = u_t + dt M~^-1 (tau_exp - h), (nv,)."""
-    return u + dt * factor.solve(tau_exp - h)

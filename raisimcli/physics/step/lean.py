@@ -43,7 +43,7 @@ from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance_constrain
     integrate2_alone
 from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.fused import _explicit_pass
-from raisimcli.physics.step.implicit import Factorized
+from raisimcli.physics.step.implicit import Factorized, implicit_weight
 from raisimcli.physics.step.joint_rows import _states
 from raisimcli.physics.step.solver import WarmStart
 from raisimcli.physics.step.stage import Stage
@@ -141,9 +141,8 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     else:
         for i in range(n):
             tau_act[i] = 0.0
-    c1, c2 = 0.5 * dt, 0.25 * dt * dt
     for i in range(n):
-        w[i] = c1 * (b_joint[i] + b_out[i] + kd[i]) + c2 * (kp[i] + k_s[i])
+        w[i] = implicit_weight(dt, b_joint[i] + b_out[i], kd[i], kp[i], k_s[i])
         if not flags[4]:  # (with loads, the caller has written J^T F into tau_ext)
             tau_ext[i] = 0.0
         for j in range(n):

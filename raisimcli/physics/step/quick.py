@@ -227,7 +227,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
                      k_s, spring_err, tau_ext, table[:0], span(FI, 0, n), span(FI, n, 2 * n),
                      q_next, table)
         if bq.shape[0] or flags >> 4 & 1:  # (else the call has nothing to write, and making
-            # it cost a fixed base's step 0.2 us: its arguments' views)
+            # it cost a fixed base's step its arguments' views)
             _next_inputs(q_next, u_next, q_to_pin, bq, bu, span(QF, pin_at, QF.shape[0]),
                          span(OF, c0 + _PER_CONTACT * emax, OF.shape[0]), flags >> 4 & 1, u, dt,
                          R, u_pin, stage_I, FI)
@@ -541,7 +541,7 @@ class QuickScratch:
         results are held by what it left (the state q and u are views of OF, the record, the
         warm start, the contacts) and by whatever a user kept of them (a view, a ContactSet):
         they come back only once all of these are gone. Reusing them spares numpy's two
-        allocations, the views of q and u and the warm start's object (about 0.7 us a step);
+        allocations, the views of q and u and the warm start's object;
         the call writes every entry it reads."""
         for results in self.pool:  # (OF first: the last step's record holds it, and a log's
             own = results.own  # contact blocks hold their steps' until their chunk is written)
