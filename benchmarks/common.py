@@ -37,7 +37,7 @@ def pinocchio_floor_us(system, repeat: int = 7, number: int = 2000) -> float:
 # the compiled calls of a step (module, function name) and the Pinocchio calls that breakdown()
 # times one by one
 STEP_KERNELS = (("raisimcli.physics.conventions", "_pin_inputs"),
-                ("raisimcli.physics.collision", "_near_ground"),
+                ("raisimcli.physics.ground", "_near_ground"),
                 ("raisimcli.physics.step.lean", "_stage"),
                 ("raisimcli.physics.step.alone", "_impulse_step"),
                 ("raisimcli.physics.step.quick", "_quick"))

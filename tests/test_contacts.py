@@ -502,8 +502,9 @@ def test_the_lowest_point_filter_keeps_every_ground_contact_coal_reports(kind, s
     # lowest point against the lowest of many points of the shape's surface, and the skip
     # decision against coal's own answer, at 400 random poses around the ground
     import coal
-    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry, transform
-    from raisimcli.physics.contacts import DEFAULT_MARGIN
+    from raisimcli.physics.robot_shapes import RobotShapes
+    from raisimcli.physics.shapes import make_geometry, Shape, transform
+    from raisimcli.physics.contact_set import DEFAULT_MARGIN
 
     class Still:  # a system whose only body is at the world origin
         name = "still"
@@ -557,8 +558,9 @@ def test_a_meshs_lowest_point_is_its_lowest_vertex_whatever_the_walk(tmp_path):
     # start; and the skip decision (lowest point above the margin) against coal's own answer
     import coal
     import trimesh
-    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry, transform
-    from raisimcli.physics.contacts import DEFAULT_MARGIN
+    from raisimcli.physics.robot_shapes import RobotShapes
+    from raisimcli.physics.shapes import make_geometry, Shape, transform
+    from raisimcli.physics.contact_set import DEFAULT_MARGIN
 
     rng = np.random.default_rng(12)
     u = rng.standard_normal((400, 3))  # points on an ellipsoid: every one a hull vertex
@@ -610,9 +612,11 @@ def test_sphere_or_capsule_on_the_ground_is_coal_s_contact(kind):
     # (a few ulp); for the capsule, a fifth of the poses flat or within 1e-13..1e-6 of flat,
     # on both sides of coal's switch between its centre and its end
     import coal
-    from raisimcli.physics.collision import CAPSULE_FLAT, RobotShapes, Shape, make_geometry, \
-        transform
-    from raisimcli.physics.contacts import DEFAULT_MARGIN, ContactWorld
+    from raisimcli.physics.ground import CAPSULE_FLAT
+    from raisimcli.physics.robot_shapes import RobotShapes
+    from raisimcli.physics.shapes import make_geometry, Shape, transform
+    from raisimcli.physics.contact_set import DEFAULT_MARGIN
+    from raisimcli.physics.contact_world import ContactWorld
 
     class Still:  # a system whose only body is at the world origin
         name = "ball"
@@ -664,8 +668,10 @@ def _answered_and_coal_s(kind: str, geom, radius: float, P: np.ndarray, h: float
     (ContactWorld.detect's contacts, coal's contacts of the general detection
     (ContactWorld._ground_contacts: coal.collide, then computeContactPatch), how many of the
     loop's entries were left to coal)."""
-    from raisimcli.physics.collision import RobotShapes, Shape
-    from raisimcli.physics.contacts import DEFAULT_MARGIN, ContactWorld, _Found
+    from raisimcli.physics.robot_shapes import RobotShapes
+    from raisimcli.physics.shapes import Shape
+    from raisimcli.physics.contact_set import DEFAULT_MARGIN
+    from raisimcli.physics.contact_world import ContactWorld, _Found
 
     class Still:  # a system whose only body is at the world origin
         name = "shape"
@@ -706,7 +712,7 @@ def _assert_coal_s_contacts(ours, theirs, error: float) -> None:
 
 
 def test_a_box_on_the_ground_is_coal_s_contact_patch():
-    # a box against the ground is answered without coal (collision._box_entries): the same
+    # a box against the ground is answered without coal (ground._box_entries): the same
     # contacts as coal.collide then computeContactPatch (the general detection's) at 3000
     # random poses, grounds and sizes around the margin: as many, in the same order, with the
     # same keys, normals, frames and params, positions and distances within coal's own error
@@ -716,8 +722,10 @@ def test_a_box_on_the_ground_is_coal_s_contact_patch():
     # 0.2..1 mm (3 or 4 corners within coal's 1 mm tolerance), a quarter random (a corner or
     # an edge)
     import pinocchio as pin
-    from raisimcli.physics.collision import BOX_SMALLEST, RobotShapes, Shape, make_geometry
-    from raisimcli.physics.contacts import DEFAULT_MARGIN
+    from raisimcli.physics.ground import BOX_SMALLEST
+    from raisimcli.physics.robot_shapes import RobotShapes
+    from raisimcli.physics.shapes import make_geometry, Shape
+    from raisimcli.physics.contact_set import DEFAULT_MARGIN
 
     rng = np.random.default_rng(9)
     sizes = {}
@@ -777,7 +785,7 @@ def test_a_box_on_the_ground_is_coal_s_contact_patch():
 
 
 def test_a_cylinder_on_the_ground_is_coal_s_contact_patch():
-    # a cylinder against the ground is answered without coal (collision._cylinder_entries):
+    # a cylinder against the ground is answered without coal (ground._cylinder_entries):
     # the same contacts as coal.collide, computeContactPatch and reduce_patch (the general
     # detection's) at 3000 random poses, grounds and sizes around the margin: as many, in the
     # same order, with the same keys, frames and params, positions and distances within coal's
@@ -785,8 +793,8 @@ def test_a_cylinder_on_the_ground_is_coal_s_contact_patch():
     # two contacts, or one), a third are random (its rim), a third stand within 1e-6..1e-1 rad
     # of upright: on a face (its rim sampled, four kept) or on its rim
     import pinocchio as pin
-    from raisimcli.physics.collision import make_geometry
-    from raisimcli.physics.contacts import DEFAULT_MARGIN
+    from raisimcli.physics.shapes import make_geometry
+    from raisimcli.physics.contact_set import DEFAULT_MARGIN
 
     rng = np.random.default_rng(4)
     seen = {}
@@ -837,7 +845,7 @@ def _reduce_patch_choices(P: np.ndarray, kept: set, tie: float) -> bool:
 
 @pytest.mark.parametrize("mesh", ["solo_foot", "prism"])
 def test_a_convex_mesh_on_the_ground_is_coal_s_contact_patch(mesh, tmp_path):
-    # a convex mesh against the ground is answered without coal (collision._mesh_entries): the
+    # a convex mesh against the ground is answered without coal (ground._mesh_entries): the
     # same contacts as coal.collide, computeContactPatch and reduce_patch (the general
     # detection's) at 2000 random poses and grounds around the margin, half of them within
     # 1e-10..1e-2 rad of a pose with a face down, half random: Solo12's foot of
@@ -852,8 +860,9 @@ def test_a_convex_mesh_on_the_ground_is_coal_s_contact_patch(mesh, tmp_path):
     import coal
     import pinocchio as pin
     import trimesh
-    from raisimcli.physics.collision import make_geometry, transform
-    from raisimcli.physics.contacts import DEFAULT_MARGIN, ContactWorld
+    from raisimcli.physics.shapes import make_geometry, transform
+    from raisimcli.physics.contact_set import DEFAULT_MARGIN
+    from raisimcli.physics.contact_world import ContactWorld
 
     from test_real_urdfs import ERD
     if mesh == "solo_foot":
@@ -918,10 +927,11 @@ def test_a_convex_mesh_on_the_ground_is_coal_s_contact_patch(mesh, tmp_path):
 
 def test_spheres_a_box_and_a_plate_on_the_ground_come_in_shape_order_with_their_materials():
     # a robot's spheres and box are answered in one compiled loop and its 3 mm plate (thinner
-    # than collision.BOX_SMALLEST) by coal: the contacts still come in the order of the
+    # than ground.BOX_SMALLEST) by coal: the contacts still come in the order of the
     # shapes, each with its own body, material pair and key
-    from raisimcli.physics.collision import RobotShapes, Shape, make_geometry
-    from raisimcli.physics.contacts import ContactWorld
+    from raisimcli.physics.robot_shapes import RobotShapes
+    from raisimcli.physics.shapes import make_geometry, Shape
+    from raisimcli.physics.contact_world import ContactWorld
 
     class Still:  # bodies 1, 2, 3, 4, 5 at the world origin
         name = "still"
@@ -972,7 +982,7 @@ def test_spheres_a_box_and_a_plate_on_the_ground_come_in_shape_order_with_their_
     # the spheres' params follow changes of the pairs, the default pair, erp and slop
     cw.set_material_pair("rubber", "default", 0.6, 0.1)
     cw.erp, cw.slop = 0.5, 2e-5
-    from raisimcli.physics.contacts import MaterialPair
+    from raisimcli.physics.contact_set import MaterialPair
     cw.default_pair = MaterialPair(0.7)
     found = cw.detect()
     assert found.params[[0, 5]].tolist() == [[0.7, 0.0, 0.01, 0.5, 2e-5], [0.6, 0.1, 0.01, 0.5, 2e-5]]
@@ -984,7 +994,7 @@ def test_spheres_of_a_robot_alone_on_the_ground_are_the_general_detection_s_set(
     # _Found.add_ground_entries and contact_set make, array for array, through the quadruped's
     # fall, impacts and stand (no contact, some feet, four; meta and keys reused while the same
     # feet touch)
-    from raisimcli.physics.contacts import _Found
+    from raisimcli.physics.contact_world import _Found
     w = World(0.001)
     w.add_ground()
     r = w.add_articulated_system(robot("quadruped.urdf"))
@@ -1016,7 +1026,7 @@ def test_spheres_of_a_robot_alone_on_the_ground_are_the_general_detection_s_set(
 def test_sweep_and_prune_finds_the_overlapping_pairs_of_other_groups():
     # the compiled sweep against every pair tested directly, with shapes of three robots (one
     # with self-collision) and static shapes
-    from raisimcli.physics.collision import sweep_and_prune
+    from raisimcli.physics.broad_phase import sweep_and_prune
     rng = np.random.default_rng(8)
     for trial in range(200):
         n = int(rng.integers(0, 40)) if trial % 10 else int(rng.integers(30, 120))
@@ -1046,7 +1056,7 @@ def test_robots_whose_boxes_are_apart_have_no_pair_of_shapes():
     # (each the box of its shapes' broad-phase boxes, _robot_bounds) are apart: each box must be
     # the bitwise min / max of sweep_and_prune's boxes, boxes_apart the direct test of every
     # pair of boxes (closed intervals), and boxes apart must mean no pair of shapes
-    from raisimcli.physics.collision import _robot_bounds, boxes_apart, sweep_and_prune
+    from raisimcli.physics.broad_phase import boxes_apart, _robot_bounds, sweep_and_prune
     rng = np.random.default_rng(11)
     margin, met, apart = 0.005, 0, 0
     for trial in range(300):
@@ -1092,7 +1102,7 @@ def test_robots_on_the_ground_apart_have_the_general_detection_s_contacts():
     # boxes apart) through near (boxes that meet, shapes that do not: the second's feet beside
     # the first's body, the broad phase decides) to above it (detect()): detect_apart's sets,
     # joined, are detect()'s set array for array, or it declines
-    import raisimcli.physics.collision as collision
+    import raisimcli.physics.broad_phase as broad_phase
     w = World(0.001)
     w.add_ground()
     robots = []
@@ -1107,9 +1117,9 @@ def test_robots_on_the_ground_apart_have_the_general_detection_s_contacts():
         robots.append(r)
     cw, seen = w.contact_world, set()
     swept = []
-    real = collision.sweep_and_prune
-    import raisimcli.physics.contacts as contacts
-    contacts.sweep_and_prune = lambda *a: swept.append(1) or real(*a)
+    real = broad_phase.sweep_and_prune
+    import raisimcli.physics.contact_world as contact_world
+    contact_world.sweep_and_prune = lambda *a: swept.append(1) or real(*a)
     try:
         for d in np.linspace(2.0, 0.5, 151):
             q = robots[1].get_generalized_coordinate()
@@ -1122,13 +1132,13 @@ def test_robots_on_the_ground_apart_have_the_general_detection_s_contacts():
                 continue
             seen.add("swept" if swept else "boxes apart")
             whole = cw.detect()
-            ours = contacts.ContactSet.joined(parts)
+            ours = contact_world.ContactSet.joined(parts)
             assert len(ours) == len(whole) == 4 and ours.meta == whole.meta
             assert ours.keys == whole.keys and ours.alone is whole.alone
             for name in ("points", "frames", "distance", "params", "bodies_a"):
                 assert getattr(ours, name).tobytes() == getattr(whole, name).tobytes(), name
     finally:
-        contacts.sweep_and_prune = real
+        contact_world.sweep_and_prune = real
     assert seen == {"declined", "swept", "boxes apart"}
 
 
@@ -1136,7 +1146,7 @@ def test_a_joined_set_is_its_parts_one_after_the_other_whatever_is_read_first():
     # ContactSet.joined joins its parts' arrays on the first read of any of them: each field
     # read first in a set of its own gives the parts' concatenation, and every other field
     # with it; its length needs no join
-    from raisimcli.physics.contacts import ContactSet
+    from raisimcli.physics.contact_set import ContactSet
     w = World(0.001)
     w.add_ground()
     for k in range(3):
@@ -1168,7 +1178,7 @@ def test_a_joined_set_is_its_parts_one_after_the_other_whatever_is_read_first():
 
 
 def test_contact_frame_is_right_handed_around_the_normal():
-    from raisimcli.physics.contacts import contact_frame
+    from raisimcli.physics.contact_world import contact_frame
     rng = np.random.default_rng(5)
     for n in list(rng.standard_normal((500, 3))) + [np.array([1.0, 0, 0]), np.array([0, 0, -2.0])]:
         F = contact_frame(n)
@@ -1296,7 +1306,7 @@ def test_normal_targets_in_the_compiled_loop_are_the_contact_s_rule():
     # the rows' normal targets (one compiled loop over the set's arrays) against
     # Contact.target_normal_velocity, the rule as docs/contacts.md states it, per contact: 2000
     # random contacts separated, penetrating beyond and within the slop, bouncing or not
-    from raisimcli.physics.contacts import ContactSet
+    from raisimcli.physics.contact_set import ContactSet
     from raisimcli.physics.step.contact_rows import _normal_targets
     rng = np.random.default_rng(8)
     n, dt = 2000, 0.001
@@ -1371,7 +1381,7 @@ def test_a_patch_of_more_than_four_corners_is_reduced_to_the_four_that_span_it()
     # each side of that line, in order; four corners or fewer are kept as they are. Checked on
     # regular n-gons at random poses: the kept quadrilateral holds the polygon's centre and has
     # at least 2/pi of the polygon's area (a square in a circle: the least a diameter allows)
-    from raisimcli.physics.contacts import reduce_patch
+    from raisimcli.physics.contact_world import reduce_patch
     rng = np.random.default_rng(4)
     square = [np.array(p, dtype=float) for p in ((0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0))]
     assert reduce_patch(square, np.array([0, 0, 1.0])) is square
@@ -1531,7 +1541,8 @@ def test_a_detection_with_more_contacts_than_its_first_arrays_keeps_them_all_in_
     # at once, past their first size, give the rows in the order added, each with its normal,
     # depth, params and body (the frames from the normals)
     from types import SimpleNamespace
-    from raisimcli.physics.contacts import MaterialPair, _Found, contact_frame
+    from raisimcli.physics.contact_set import MaterialPair
+    from raisimcli.physics.contact_world import _Found, contact_frame
     rng = np.random.default_rng(3)
     found, expected = _Found(0.2, 1e-5, capacity=2), []
     params = found.params_of(MaterialPair(0.7, 0.1, 0.02))

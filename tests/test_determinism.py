@@ -80,7 +80,7 @@ BOX_AFTER = """
 import sys
 import numpy as np
 import coal
-import raisimcli.physics.contacts  # noqa: F401
+import raisimcli.physics.contact_world  # noqa: F401
 ground, identity = coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0), coal.Transform3s()
 
 
@@ -104,7 +104,7 @@ print(repr(depth((0.2, 0.2, 0.2), np.eye(3), 0.1)))
 
 def test_contacts_do_not_depend_on_what_the_process_queried_before():
     # coal's box support keeps a static set by the first box query of the process (the box
-    # resting flat then touches at -1e-11 or at 0): raisimcli.physics.contacts sets it at
+    # resting flat then touches at -1e-11 or at 0): raisimcli.physics.contact_world sets it at
     # import, so a scenario gives the same bits after any other in the same process (a sweep's
     # worker, a library user); the same depth with and without a tilted box queried first
     out = [subprocess.run([sys.executable, "-c", BOX_AFTER, first], capture_output=True,

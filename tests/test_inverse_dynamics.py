@@ -8,7 +8,7 @@ from conftest import assert_close, robot
 from newton_euler import body_momenta, check_newton_euler
 from raisimcli.model import load_urdf, load_urdf_string
 from raisimcli.physics import World
-from raisimcli.physics.contacts import ContactLoads
+from raisimcli.physics.contact_set import ContactLoads
 
 G = np.array([0.0, 0.0, -9.81])
 

@@ -13,7 +13,7 @@ from raisimcli.cli.main import cli
 from raisimcli.errors import RaisimcliError
 from raisimcli.model import load_urdf_string
 from raisimcli.physics import World
-from raisimcli.physics.contacts import ContactWorld
+from raisimcli.physics.contact_world import ContactWorld
 from raisimcli.physics.step import lean
 
 # a floating palm (a box) with two prismatic fingers, the second a mimic of the first
@@ -107,14 +107,14 @@ def _setup(case, w):
         if case == "spring_rk4":
             r.set_integration_scheme("RUNGE_KUTTA_4")
     elif case == "box_tilted":  # a box's corners, edges and faces: its contact patches of 1
-        # to 4 corners, answered as coal answers them (collision._box_entries)
+        # to 4 corners, answered as coal answers them (ground._box_entries)
         w.add_ground()
         r = w.add_articulated_system(robot("box.urdf"))
         q = r.get_generalized_coordinate()
         q[2], q[3:7] = 0.2, [0.9, 0.3, 0.2, 0.1]  # (normalised by the setter)
         r.set_state(q, np.zeros(r.nv))
     elif case == "can_tilted":  # a cylinder landing on its rim, then its side: its contacts
-        # as coal answers them (collision._cylinder_entries)
+        # as coal answers them (ground._cylinder_entries)
         w.add_ground()
         r = w.add_articulated_system(load_urdf_string(CAN, path=robot("can.urdf")))
         q = r.get_generalized_coordinate()

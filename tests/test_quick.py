@@ -582,7 +582,7 @@ def _called_after_pruning(fn, none_args: tuple) -> set:
 def test_a_robot_without_mimics_or_contacts_compiles_none_of_their_code():
     """The quick call of a robot without mimics (MI, MF None) and the impulse step of a robot
     without constraints (EF, EI None) leave out the constraints' functions, which took about a
-    fifth of a fresh environment's first run (benchmarks/README.md); with them, they keep
+    fifth of a fresh environment's first run; with them, they keep
     them. So for the contacts' code, for a robot with no ground to query (bounds None)."""
     from raisimcli.physics.step import alone
 

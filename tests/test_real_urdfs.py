@@ -21,7 +21,7 @@ from raisimcli.cli.main import cli
 from raisimcli.errors import ModelError
 from raisimcli.model import load_urdf
 from raisimcli.physics import ArticulatedSystem
-from raisimcli.physics.collision import check_geometry
+from raisimcli.physics.shapes import check_geometry
 
 ERD = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
                    "site-packages", "cmeel.prefix", "share", "example-robot-data", "robots")
@@ -201,7 +201,7 @@ def test_a_mesh_hull_with_a_vertex_on_too_many_edges_is_built_on_a_grid(tmp_path
     # on 566 edges: `inspect` crashed with coal's RuntimeError. The hull is built again from its
     # vertices snapped to a fine grid, close to the original
     import trimesh
-    from raisimcli.physics.collision import COAL_MAX_NEIGHBOURS, _fewer_neighbours, make_geometry
+    from raisimcli.physics.shapes import COAL_MAX_NEIGHBOURS, _fewer_neighbours, make_geometry
     path = os.path.join(ERD, "centauro_description", "urdf", "centauro.urdf")
     if os.path.exists(path):
         r = CliRunner().invoke(cli, ["inspect", path])

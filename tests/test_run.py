@@ -682,7 +682,7 @@ def test_rows_copied_from_the_step_record_are_the_getters_rows(tmp_path, scenari
     (PackedContacts.log_key, log_block), else from a ContactSet's attributes. The two logs hold
     the same bits in every dataset."""
     from raisimcli.physics.articulated_system import ArticulatedSystem
-    from raisimcli.physics.contacts import ContactSet
+    from raisimcli.physics.contact_set import ContactSet
     from raisimcli.physics.step.quick import PackedContacts
     signals = ('["state", "energy", "torque", "generalized_force", "actuators", "solver", '
                '"contacts"]')

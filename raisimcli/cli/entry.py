@@ -28,7 +28,7 @@ Before that, main() sets NUMBA_CPU_NAME=generic unless the environment sets it o
 imported already: numba then compiles the loops for a generic x86-64 processor, the machine code
 the package ships (raisimcli.precompiled), so that a first run loads them instead of compiling
 them. The loops give the same bits for it as for the machine's own processor
-(tests/test_determinism.py), and ran as fast on our machine (benchmarks/README.md).
+(tests/test_determinism.py), and ran as fast on our machine (`benchmarks/versus.py`).
 """
 
 import os

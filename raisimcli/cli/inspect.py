@@ -154,7 +154,7 @@ def inspect_command(urdf: str, base: str | None, strict: bool, xacro_args: tuple
     from raisimcli.errors import ModelError
     from raisimcli.model import load_urdf  # heavy: load on use
     from raisimcli.model.summary import summarize
-    from raisimcli.physics.collision import check_geometry
+    from raisimcli.physics.shapes import check_geometry
     entry.QUICK_EXIT = True  # (no user code runs here: entry's docstring)
 
     @report_errors(json_output=as_json)

@@ -948,7 +948,7 @@ class ArticulatedSystem:
         """Integration Steps 7-12: command, actuators, explicit torque, free velocity, impulse
         solver, velocity and position integration, torque decomposition. A system alone solves
         its joint rows; World.integrate2 solves every system's rows and the contacts together."""
-        from raisimcli.physics.contacts import EMPTY_CONTACTS
+        from raisimcli.physics.contact_set import EMPTY_CONTACTS
         from raisimcli.physics.step.world_step import integrate2_systems
         integrate2_systems([self], dt, contacts if len(contacts) else EMPTY_CONTACTS)
 
@@ -1284,7 +1284,7 @@ class ArticulatedSystem:
         return loads
 
     def get_contacts(self) -> list:
-        """The contacts of this system in the last step (see raisimcli.physics.contacts.Contact),
+        """The contacts of this system in the last step (see raisimcli.physics.contact_set.Contact),
         with their impulses."""
         return [c for c in self.last_contacts if c.touches(self)]
 

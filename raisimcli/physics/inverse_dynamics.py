@@ -23,7 +23,7 @@ from numba import types
 
 from raisimcli.jit import ArrayTable, carve, kernel, span, table_view
 from raisimcli.linalg import dot, matmul
-from raisimcli.physics.contacts import ContactLoads
+from raisimcli.physics.contact_set import ContactLoads
 from raisimcli.physics.conventions import _step_pin_acceleration
 from raisimcli.physics.pinocchio_views import checked_views
 

@@ -11,7 +11,8 @@ from raisimcli.errors import StateError
 from raisimcli.model import RobotModel, load_urdf
 from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
 from raisimcli.physics.articulated_system import ArticulatedSystem
-from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactWorld
+from raisimcli.physics.contact_set import EMPTY_CONTACTS
+from raisimcli.physics.contact_world import ContactWorld
 from raisimcli.physics.step import lean
 from raisimcli.physics.step.world_step import integrate2_world
 
@@ -107,7 +108,7 @@ class World:
                 material: str = "default") -> None:
         """A static box (full side lengths `size`) at a world pose."""
         self._detect_before_change()
-        from raisimcli.physics.collision import rpy_pose
+        from raisimcli.physics.shapes import rpy_pose
         self.contact_world.add_box(name, size, rpy_pose(position, rpy), material)
 
     def set_material_pair(self, a: str, b: str, friction: float, restitution: float = 0.0,
@@ -118,7 +119,7 @@ class World:
     def set_default_material(self, friction: float, restitution: float = 0.0,
                              restitution_threshold: float = 0.01) -> None:
         self._detect_before_change()
-        from raisimcli.physics.contacts import MaterialPair
+        from raisimcli.physics.contact_set import MaterialPair
         self.contact_world.default_pair = MaterialPair(friction, restitution,
                                                        restitution_threshold)
 

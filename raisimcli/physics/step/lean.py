@@ -36,7 +36,7 @@ from raisimcli.jit import carve, kernel, span
 from raisimcli.linalg import Cholesky
 from raisimcli.physics.commands import COMMANDS
 from raisimcli.physics.constraints import eliminate
-from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
+from raisimcli.physics.contact_set import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference
 from raisimcli.physics.step.actuators import ActuatorState, _actuators
 from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance_constrained, can_go_alone, \

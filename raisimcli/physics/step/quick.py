@@ -48,12 +48,12 @@ from numba import types
 from numba.extending import overload
 
 from raisimcli.jit import ArrayTable, carve, kernel, present, span, table_view
-from raisimcli.physics.collision import NO_PATCHES, _near_ground
+from raisimcli.physics.ground import NO_PATCHES, _near_ground
 from raisimcli.physics.conventions import _pin_inputs, _step_pin_acceleration
 from raisimcli.physics.constraints import RANK_TOLERANCE, _eliminate_mimics, beta, packed_size, \
     scratch_size
-from raisimcli.physics.contacts import _GROUND_SLACK, _UP_FRAME, EMPTY_CONTACTS, ContactLoads, \
-    ContactSet
+from raisimcli.physics.contact_set import EMPTY_CONTACTS, ContactLoads, ContactSet
+from raisimcli.physics.contact_world import _GROUND_SLACK, _UP_FRAME
 from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _advance_constrained, \
     _constrained_size, _g_at, _impulse_step
 from raisimcli.physics.step.contact_solver import SCALAR

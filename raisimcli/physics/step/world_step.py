@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from raisimcli.physics.contacts import EMPTY_CONTACTS, ContactSet
+from raisimcli.physics.contact_set import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.step.alone import can_go_alone, integrate2_alone
 from raisimcli.physics.step.contact_rows import contact_rows, report_contact_impulses
 from raisimcli.physics.step.solver import Rows, WarmStart, _impulses_by_source, \
@@ -79,7 +79,7 @@ def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
 
 def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
                        warm_start: Mapping | None = None, stages: list | None = None) -> WarmStart:
-    """Steps 7-12 for `systems` with `contacts` (a ContactSet, see raisimcli.physics.contacts),
+    """Steps 7-12 for `systems` with `contacts` (a ContactSet, see raisimcli.physics.contact_set),
     whose results it fills. Returns the impulses by row key, for the next step's warm start.
     `stages`: the systems' ArticulatedSystem.prepare_step, when the caller has made them."""
     if stages is None:
