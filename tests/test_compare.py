@@ -1,6 +1,7 @@
 """`raisimcli compare`: structure, values, tolerances, unreadable input, JUnit, --update."""
 
 import json
+import os
 import shutil
 import xml.etree.ElementTree as ET
 
@@ -154,6 +155,48 @@ def test_junit_report(golden, new, tmp_path):
     assert len(cases) == len(n) + 1  # one per dataset, and one for the attributes
     failed = [c.get("name") for c in cases if c.find("failure") is not None]
     assert failed == ["robots/quadruped/q"]
+    _valid_junit(junit)
+    suite = root.find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == \
+        (str(len(n) + 1), "1", "0")
+
+
+JUNIT_XSD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "junit.xsd")
+
+
+def _valid_junit(path):
+    """The report is valid against the Jenkins xUnit plugin's JUnit schema (its constraints, as
+    tests/data/junit.xsd restates them)."""
+    import xmlschema
+    xmlschema.XMLSchema(JUNIT_XSD).validate(str(path))
+
+
+def test_the_schema_refuses_a_report_without_errors():
+    # (the check has teeth: a testsuite without its errors count, as our reports had)
+    import io
+
+    import xmlschema
+    bad = ('<testsuites><testsuite name="x" tests="1" failures="0"><testcase name="a"/>'
+           '</testsuite></testsuites>')
+    with pytest.raises(xmlschema.XMLSchemaValidationError, match="errors"):
+        xmlschema.XMLSchema(JUNIT_XSD).validate(io.StringIO(bad))
+
+
+def test_the_report_of_two_folders_is_valid_junit(golden, new, tmp_path):
+    (tmp_path / "g").mkdir()
+    (tmp_path / "n").mkdir()
+    shutil.copyfile(golden, tmp_path / "g" / "a.h5")
+    shutil.copyfile(golden, tmp_path / "g" / "b.h5")
+    shutil.copyfile(golden, tmp_path / "n" / "a.h5")
+    shutil.copyfile(new, tmp_path / "n" / "b.h5")
+    with h5py.File(tmp_path / "n" / "b.h5", "r+") as f:
+        f["robots/quadruped/q"][5, 9] += 1.0
+    junit = tmp_path / "report.xml"
+    r = run("compare", tmp_path / "g", tmp_path / "n", "--junit-xml", junit, "-q", "-j", "1")
+    assert r.exit_code == 1, r.output
+    _valid_junit(junit)
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0")
 
 
 def test_update_replaces_golden(golden, new, tmp_path):

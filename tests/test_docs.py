@@ -89,3 +89,42 @@ def test_toml_samples_parse(doc):
     import tomllib
     for block in _blocks(read(doc), "toml"):
         tomllib.loads(block)
+
+
+def test_the_ci_guide_runs_as_written(tmp_path):
+    # docs/ci.md's commands, in order, as a user runs them: in a git repository with two of our
+    # scenarios in scenarios/, its tolerance file saved where the guide says (each toml block
+    # names its file on its first line); every shell block exits 0, and the CI check finds the
+    # new logs within tolerance of the goldens
+    import shutil
+    import subprocess
+    import sys
+    doc = read("docs", "ci.md")
+    blocks = re.findall(r"```(\w*)\n(.*?)```", doc, re.S)
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "robots").mkdir()
+    for name in ("pendulum", "double_pendulum"):
+        shutil.copy(os.path.join(ROOT, "scenarios", f"{name}.toml"), tmp_path / "scenarios")
+        shutil.copy(os.path.join(ROOT, "robots", f"{name}.urdf"), tmp_path / "robots")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    files = [body for lang, body in blocks if lang == "toml" and body.startswith("# ci/")]
+    assert files, "docs/ci.md: no toml block that names its file (# ci/...)"
+    for body in files:
+        path = tmp_path / body.split("\n", 1)[0][2:].strip()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
+    # (the file the guide shows is the one raisimcli ships)
+    tolerances = next(b for b in files if b.startswith("# ci/tolerances.toml"))
+    def entries(text):
+        return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    assert entries(tolerances) == entries(read("docs", "examples", "tolerances.toml"))
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    shell = [body for lang, body in blocks if lang == ""]
+    assert len(shell) >= 3
+    for body in shell:
+        done = subprocess.run(["bash", "-e", "-c", body], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"docs/ci.md:\n{body}\n{done.stdout}\n{done.stderr}"
+    assert {"double_pendulum.h5", "pendulum.h5"} <= set(os.listdir(tmp_path / "golden"))
+    report = (tmp_path / "report.xml").read_text()
+    assert 'failures="0"' in report and "pendulum" in report

@@ -29,25 +29,36 @@ def _write_xml(root, path: str, inputs: tuple) -> None:
         ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
 
 
-def _junit(c: Comparison, path: str, inputs: tuple) -> None:
-    """One test case per dataset (and one for the attributes), standard JUnit XML."""
-    suite = ET.Element("testsuite", name="raisimcli compare", tests=str(len(c.results) + 1),
-                       failures=str(len(c.failures) + (1 if c.attributes or c.status_failures
-                                                        else 0)), errors="0")
-    case = ET.SubElement(suite, "testcase", classname="attributes", name="attributes")
-    if c.attributes or c.status_failures:
-        f = ET.SubElement(case, "failure", message=f"{len(c.attributes)} attributes differ"
-                          + "".join(f"; {m}" for m in c.status_failures))
-        f.text = "\n".join(c.status_failures + c.attributes)
-    for r in c.results:
-        case = ET.SubElement(suite, "testcase", classname="datasets", name=r.path)
-        if not r.ok:
-            f = ET.SubElement(case, "failure", message=r.reason, type=r.status)
-            f.text = (f"{r.reason}\nmax abs error {r.max_abs:.6g}, max rel error {r.max_rel:.6g}"
-                      + (f"\nworst at {r.where}" if r.where else ""))
-    root = ET.Element("testsuites", name="raisimcli")
-    root.append(suite)
+def _junit_report(cases: list, path: str, inputs: tuple) -> None:
+    """Write a JUnit XML report: one <testsuite> of `cases`, each (classname, name, failure) with
+    failure None or (message, type, text). It has what the Jenkins xUnit plugin's schema of JUnit
+    reports (junit-10.xsd) requires: the suite's name, tests, failures and errors (0: a case
+    that cannot be compared is a failure), each case's name."""
+    failures = sum(1 for *_, failure in cases if failure is not None)
+    totals = {"tests": str(len(cases)), "failures": str(failures), "errors": "0"}
+    root = ET.Element("testsuites", name="raisimcli", **totals)
+    suite = ET.SubElement(root, "testsuite", name="raisimcli compare", **totals, skipped="0")
+    for classname, name, failure in cases:
+        case = ET.SubElement(suite, "testcase", classname=classname, name=name)
+        if failure is not None:
+            message, kind, text = failure
+            f = ET.SubElement(case, "failure", message=message,
+                              **({"type": kind} if kind else {}))
+            f.text = text
     _write_xml(root, path, inputs)
+
+
+def _junit(c: Comparison, path: str, inputs: tuple) -> None:
+    """One test case per dataset, and one for the attributes."""
+    failed = c.attributes or c.status_failures
+    cases = [("attributes", "attributes", (
+        f"{len(c.attributes)} attributes differ" + "".join(f"; {m}" for m in c.status_failures),
+        None, "\n".join(c.status_failures + c.attributes)) if failed else None)]
+    for r in c.results:
+        cases.append(("datasets", r.path, None if r.ok else (
+            r.reason, r.status, f"{r.reason}\nmax abs error {r.max_abs:.6g}, max rel error "
+            f"{r.max_rel:.6g}" + (f"\nworst at {r.where}" if r.where else ""))))
+    _junit_report(cases, path, inputs)
 
 
 def _as_dict(c: Comparison) -> dict:
@@ -228,19 +239,16 @@ def _compare_folders(golden, new, options, tolerances, max_report, as_json, juni
 
 def _junit_folders(fc, path: str, inputs: tuple) -> None:
     """One test case per log; a failing one lists its differing datasets and attributes."""
-    suite = ET.Element("testsuite", name="raisimcli compare", tests=str(len(fc.pairs)),
-                       failures=str(len(fc.failures)))
+    cases = []
     for p in fc.pairs:
-        case = ET.SubElement(suite, "testcase", classname="logs", name=p.name)
+        failure = None
         if not p.ok:
-            f = ET.SubElement(case, "failure", message=p.reason, type=p.status)
             lines = [p.reason]
             if p.comparison:
                 lines += [f"{r.path}: {r.reason or r.status} (max abs error {r.max_abs:.6g}, "
                           f"max rel error {r.max_rel:.6g}{', worst at ' + r.where if r.where else ''})"
                           for r in p.comparison.failures]
                 lines += [f"attribute {a}" for a in p.comparison.attributes]
-            f.text = "\n".join(lines)
-    root = ET.Element("testsuites", name="raisimcli")
-    root.append(suite)
-    _write_xml(root, path, inputs)
+            failure = (p.reason, p.status, "\n".join(lines))
+        cases.append(("logs", p.name, failure))
+    _junit_report(cases, path, inputs)
