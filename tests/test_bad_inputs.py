@@ -177,3 +177,14 @@ def test_plot_and_export_say_that_a_log_is_partial(tmp_path, log):
     assert r.exit_code == 0 and "did not complete (status diverged)" in r.output, r.output
     r = run("export", log, "-o", tmp_path / "t")
     assert r.exit_code == 0 and "did not complete (status diverged)" in r.output, r.output
+
+
+def test_several_scenarios_to_a_log_name_are_refused_before_running(tmp_path):
+    # -o out.h5 with two scenarios would make a folder named out.h5/: refused, nothing made
+    from conftest import SCENARIOS
+    out = tmp_path / "out.h5"
+    r = run("run", os.path.join(SCENARIOS, "pendulum.toml"),
+            os.path.join(SCENARIOS, "double_pendulum.toml"), "-q", "-o", out)
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("error: -o ") and "into a folder" in r.output
+    assert not out.exists() and os.listdir(tmp_path) == []

@@ -57,6 +57,11 @@ def run_command(scenarios, output, duration, overrides, strict, max_joints, igno
         def batch():
             from raisimcli.cli.batch import run_batch, scenario_cases
             out_dir = output if output is not None else "."
+            if output is not None and output.lower().endswith((".h5", ".hdf5")) and \
+                    not os.path.isdir(output):
+                raise UsageError(f"-o {output}: {len(scenarios)} scenarios write one log each "
+                                 "into a folder; give a folder (a name without .h5, or one "
+                                 "ending in /), or run one scenario to write that log")
             cases = scenario_cases(scenarios, overrides)
             if no_clobber:
                 for name, *_ in cases:
