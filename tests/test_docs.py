@@ -128,3 +128,17 @@ def test_the_ci_guide_runs_as_written(tmp_path):
     assert {"double_pendulum.h5", "pendulum.h5"} <= set(os.listdir(tmp_path / "golden"))
     report = (tmp_path / "report.xml").read_text()
     assert 'failures="0"' in report and "pendulum" in report
+
+
+def test_every_name_of_the_raisimpy_table_exists():
+    # the README's table of raisimpy names and ours: every call on our side is World's or
+    # ArticulatedSystem's
+    from raisimcli.physics import ArticulatedSystem, World
+    readme = read("README.md")
+    table = readme.split("| raisimpy | raisimcli |", 1)[1].split("\n\n", 1)[0]
+    ours = [row.split("|")[2] for row in table.strip().splitlines()[1:]]
+    calls = re.findall(r"\b(world|robot)\.(\w+)\(", " ".join(ours))
+    assert len(calls) > 30
+    for owner, name in calls:
+        assert hasattr(World if owner == "world" else ArticulatedSystem, name), \
+            f"README: {owner}.{name} does not exist"
