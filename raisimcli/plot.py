@@ -31,6 +31,58 @@ SOURCE_COLORS = {"feedforward_pd": "#1f77b4", "damping": "#ff7f0e", "actuators":
 KINDS = ("torque", "state", "energy", "contacts", "wrench")
 DEFAULT_JOINTS = 6   # panels when no joint is named: those with the largest torque
 MAX_PANELS = 12
+# buckets of samples across a figure, about its width in pixels at 100 dpi: a curve of more
+# samples is drawn with each bucket's lowest and highest sample only (_drawn)
+PIXELS = 1000
+
+
+def _drawn(n: int, *series) -> np.ndarray | slice:
+    """Which of n samples to draw of curves that share them (`series`, each (n,)): all of them up
+    to 2 PIXELS samples; beyond, of each of PIXELS buckets of consecutive samples, the one where
+    a series is lowest and the one where it is highest, for every series (a spike of one sample
+    stays, at its height), the first NaN of a bucket (a gap stays a gap), and the first and last
+    sample. A figure of a long log is then as large as one of a short log, and looks the same at
+    its width; zoomed in, it shows the buckets' extremes."""
+    if n <= 2 * PIXELS:
+        return slice(None)
+    edges = np.linspace(0, n, PIXELS + 1).astype(np.int64)
+    bucket = np.repeat(np.arange(PIXELS), np.diff(edges))
+    keep = np.zeros(n, dtype=bool)
+    keep[0] = keep[-1] = True
+    for y in series:
+        y = np.asarray(y, dtype=float)
+        nan = np.isnan(y)
+        for extreme, hit in ((np.fmin, None), (np.fmax, None), (None, nan)):
+            if hit is None:
+                value = extreme.reduceat(y, edges[:-1])[bucket]
+                hit = y == value
+            at = np.flatnonzero(hit)
+            if len(at):
+                _, first = np.unique(bucket[at], return_index=True)
+                keep[at[first]] = True
+    return np.flatnonzero(keep)
+
+
+def _bucket_means(t: np.ndarray, y: np.ndarray, buckets: int = PIXELS // 2):
+    """(t, y) as they are up to 2 `buckets` samples; beyond, the mean time and the mean of y in
+    each of `buckets` buckets of consecutive samples: how the torque figure draws its stacked
+    areas of a long log (their black total line keeps every spike, _drawn)."""
+    n = len(t)
+    if n <= 2 * buckets:
+        return t, y
+    edges = np.linspace(0, n, buckets + 1).astype(np.int64)[:-1]
+    counts = np.diff(np.append(edges, n))
+    return (np.add.reduceat(t, edges) / counts,
+            np.add.reduceat(y, edges, axis=0) / counts.reshape((-1,) + (1,) * (y.ndim - 1)))
+
+
+def _robust_peak(values: np.ndarray, axis=0) -> np.ndarray:
+    """The 95th percentile of |values| over time: what picks the joints shown by default, so that
+    a landing spike of a few steps does not decide over the steady state."""
+    a = np.abs(np.asarray(values, dtype=float))
+    if not len(a):
+        return np.zeros(a.shape[1:])
+    return np.nanpercentile(a, 95, axis=axis)
 
 
 def _figure(rows: int, cols: int = 1, title: str = ""):
@@ -104,28 +156,33 @@ def torque_figure(log, robot: str | None = None, joints=None, t_from=None, t_to=
     total = _signal(r, "torque/total")
     rows = {s: r.signal(f"torque/{s}").data[keep] for s in SOURCES if f"torque/{s}" in r.signals()}
     floating = tuple(n.split(".")[0] + "." for n in total.names if n.endswith(".vx"))
-    cols = _pick(total.names, joints, np.abs(total.data[keep]).max(axis=0), floating)
+    cols = _pick(total.names, joints, _robust_peak(total.data[keep]), floating)
     fig, axes = _figure(len(cols), 1, _title(log, "joint torque by source", r.name))
     units = total.units if isinstance(total.units, list) else [total.units] * len(total.names)
     used = []
     for ax, k in zip(axes[:, 0], cols):
-        up, down = np.zeros(t.shape), np.zeros(t.shape)
+        tot = total.data[keep][:, k]
+        up = down = None
         for s, data in rows.items():
             y = data[:, k]
             if not np.any(y):
                 continue
-            pos, neg = np.clip(y, 0, None), np.clip(y, None, 0)
+            td, pos = _bucket_means(t, np.clip(y, 0, None))
+            _, neg = _bucket_means(t, np.clip(y, None, 0))
+            if up is None:
+                up, down = np.zeros(td.shape), np.zeros(td.shape)
             if np.any(pos):
-                ax.fill_between(t, up, up + pos, color=SOURCE_COLORS[s], linewidth=0,
+                ax.fill_between(td, up, up + pos, color=SOURCE_COLORS[s], linewidth=0,
                                 label=SOURCE_LABELS[s], gid=s)
                 up = up + pos
             if np.any(neg):
-                ax.fill_between(t, down, down + neg, color=SOURCE_COLORS[s], linewidth=0,
+                ax.fill_between(td, down, down + neg, color=SOURCE_COLORS[s], linewidth=0,
                                 label=SOURCE_LABELS[s], gid=s)
                 down = down + neg
             if s not in used:
                 used.append(s)
-        ax.plot(t, total.data[keep][:, k], color="black", linewidth=1.0, label="total", gid="total")
+        at = _drawn(len(t), tot)
+        ax.plot(t[at], tot[at], color="black", linewidth=1.0, label="total", gid="total")
         ax.axhline(0.0, color="0.6", linewidth=0.5)
         ax.set_ylabel(f"{total.names[k]}\n[{units[k]}]")
     _legend(fig, [(SOURCE_LABELS[s], SOURCE_COLORS[s]) for s in SOURCES if s in used])
@@ -164,8 +221,10 @@ def state_figure(log, robot: str | None = None, joints=None, t_from=None, t_to=N
         name = one_dof[k]
         iq, iu = q.names.index(name), u.names.index(name)
         ax_q, ax_u = axes[row]
-        ax_q.plot(t, q.data[keep][:, iq], color="#1f77b4", gid="q")
-        ax_u.plot(t, u.data[keep][:, iu], color="#d62728", gid="u")
+        qk, uk = q.data[keep][:, iq], u.data[keep][:, iu]
+        at, au = _drawn(len(t), qk), _drawn(len(t), uk)
+        ax_q.plot(t[at], qk[at], color="#1f77b4", gid="q")
+        ax_u.plot(t[au], uk[au], color="#d62728", gid="u")
         for value in (lower[iu], upper[iu]):
             if np.isfinite(value):
                 ax_q.axhline(value, color="black", linestyle="--", linewidth=0.8, gid="limit")
@@ -189,11 +248,13 @@ def energy_figure(log, robot: str | None = None, joints=None, t_from=None, t_to=
         r = _robot(log, name)
         ke = _signal(r, "energy/kinetic").data[keep]
         pe = _signal(r, "energy/potential").data[keep]
-        ax.plot(t, ke, label="kinetic", gid="kinetic", color="#1f77b4")
-        ax.plot(t, pe, label="potential", gid="potential", color="#2ca02c")
-        ax.plot(t, ke + pe, label="total", gid="total", color="black")
+        at = _drawn(len(t), ke, pe, ke + pe)
+        ax.plot(t[at], ke[at], label="kinetic", gid="kinetic", color="#1f77b4")
+        ax.plot(t[at], pe[at], label="potential", gid="potential", color="#2ca02c")
+        ax.plot(t[at], (ke + pe)[at], label="total", gid="total", color="black")
         ax.set_ylabel(f"{name}\n[J]")
-        ax.legend(loc="upper right", fontsize="small", frameon=False)
+        # (beside the axes, not over the curves)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     axes[-1, 0].set_xlabel("time [s]")
     return fig
 
@@ -221,16 +282,24 @@ def contacts_figure(log, robot: str | None = None, joints=None, t_from=None, t_t
             per_body[i, bodies.index(b)] += f
         deepest[i] = depth[sl].max() if count[row] else 0.0
     fig, axes = _figure(3, 1, _title(log, "contacts"))
-    axes[0, 0].step(t, count[keep], where="post", color="black", gid="count")
+    counts = count[keep]
+    at = _drawn(len(t), counts)
+    axes[0, 0].step(t[at], counts[at], where="post", color="black", gid="count")
     axes[0, 0].set_ylabel("contacts")
+    at = _drawn(len(t), *per_body.T)
     for j, b in enumerate(bodies):
-        axes[1, 0].plot(t, per_body[:, j], label=names[b], gid=names[b])
+        axes[1, 0].plot(t[at], per_body[at, j], label=names[b], gid=names[b])
     axes[1, 0].set_ylabel("normal force\n[N]")
     if bodies:
         axes[1, 0].legend(loc="best", fontsize="small", frameon=False,
                           ncols=min(2, len(bodies)))
-    axes[2, 0].plot(t, deepest * 1e3, color="#d62728", gid="penetration")
-    axes[2, 0].set_ylabel("deepest\npenetration [mm]")
+    at = _drawn(len(t), deepest)
+    # in the unit that shows it without a power of ten over the axis: mm, um or nm
+    top = np.nanmax(np.abs(deepest)) if len(deepest) else 0.0
+    scale, unit = (1e3, "mm") if top >= 1e-4 else (1e6, "µm") if top >= 1e-7 else (1e9, "nm")
+    axes[2, 0].plot(t[at], deepest[at] * scale, color="#d62728", gid="penetration")
+    axes[2, 0].ticklabel_format(axis="y", style="plain", useOffset=False)
+    axes[2, 0].set_ylabel(f"deepest\npenetration [{unit}]")
     axes[-1, 0].set_xlabel("time [s]")
     return fig
 
@@ -246,14 +315,16 @@ def wrench_figure(log, robot: str | None = None, joints=None, t_from=None, t_to=
     t = log.time[keep]
     force = r.signal("inverse_dynamics/force_world")
     torque = r.signal("inverse_dynamics/torque_world")
-    cols = _pick(force.names, joints, np.abs(torque.data[keep]).max(axis=(0, 2)))
+    cols = _pick(force.names, joints, _robust_peak(torque.data[keep]).max(axis=1))
     fig, axes = _figure(len(cols), 2, _title(log, "joint wrenches (world frame)", r.name))
     colors = ("#d62728", "#2ca02c", "#1f77b4")
     for row, k in enumerate(cols):
+        f, tq = force.data[keep][:, k], torque.data[keep][:, k]
+        af, at = _drawn(len(t), *f.T), _drawn(len(t), *tq.T)
         for c in range(3):
-            axes[row, 0].plot(t, force.data[keep][:, k, c], color=colors[c], label="xyz"[c],
+            axes[row, 0].plot(t[af], f[af, c], color=colors[c], label="xyz"[c],
                               gid=f"force_{'xyz'[c]}")
-            axes[row, 1].plot(t, torque.data[keep][:, k, c], color=colors[c], label="xyz"[c],
+            axes[row, 1].plot(t[at], tq[at, c], color=colors[c], label="xyz"[c],
                               gid=f"torque_{'xyz'[c]}")
         axes[row, 0].set_ylabel(f"{force.names[k]} force\n[N]")
         axes[row, 1].set_ylabel(f"{force.names[k]} torque\n[N m]")
@@ -275,37 +346,54 @@ def figure(log, kind: str = "torque", **kw):
 
 
 def comparison_figure(golden, new, path: str, tolerance, time=None, max_columns: int = 3,
-                      names=None):
+                      names=None, units=None, per_event: bool = False):
     """Golden against new over time for the worst columns of a dataset, and their difference
     with the tolerance band atol + rtol |golden|. `golden`, `new`: (T, ...) arrays; `path`: the
     dataset's name for the title; `tolerance`: an object with rtol, atol; `names`: of the
-    columns of the first axis after time."""
+    columns of the first axis after time; `units`: one per column of the flattened rows, or one
+    for all; `time`: each row's time (the x axis; the row's index without it); `per_event`: rows
+    are events (contacts), several at one time, drawn as points rather than lines. Where golden
+    and new are both NaN they agree (as compare counts them); a curve of many rows is drawn at
+    its extremes per pixel column (_drawn)."""
     shape = np.shape(golden)[1:]
     g = np.asarray(golden, dtype=float).reshape(len(golden), -1)
     n = np.asarray(new, dtype=float).reshape(len(new), -1)
     t = np.arange(len(g)) if time is None or len(time) != len(g) else np.asarray(time)
     with np.errstate(invalid="ignore"):
-        err = np.nan_to_num(np.abs(n - g), nan=np.inf)
-    worst = list(np.argsort(-err.max(axis=0))[:max_columns])
+        err = np.abs(n - g)
+    err = np.where(np.isnan(g) & np.isnan(n), 0.0, np.nan_to_num(err, nan=np.inf))
+    worst = list(np.argsort(-err.max(axis=0), kind="stable")[:max_columns])
+    if units is None or isinstance(units, str):
+        units = [units or ""] * g.shape[1]
     fig, axes = _figure(2, 1, f"{path}: golden vs new")
     band = tolerance.atol + tolerance.rtol * np.abs(g)
+
     def label(k):
+        unit = f" [{units[k]}]" if units[k] else ""
         if names is None or not shape:
-            return f"[{k}]"
+            return f"[{k}]{unit}"
         col, rest = divmod(k, int(np.prod(shape[1:])) if len(shape) > 1 else 1)
         name = names[col] if col < len(names) else str(col)
-        return name + (f".{'xyz'[rest]}" if len(shape) > 1 and shape[-1] == 3 else "")
+        return name + (f".{'xyz'[rest]}" if len(shape) > 1 and shape[-1] == 3 else "") + unit
 
+    style = {"linestyle": "none", "marker": ".", "markersize": 3} if per_event else {}
     for k in worst:
-        line, = axes[0, 0].plot(t, g[:, k], label=f"golden {label(k)}", gid=f"golden_{k}")
-        axes[0, 0].plot(t, n[:, k], linestyle="--", color=line.get_color(),
-                        label=f"new {label(k)}", gid=f"new_{k}")
-        axes[1, 0].plot(t, n[:, k] - g[:, k], color=line.get_color(), gid=f"difference_{k}")
-        axes[1, 0].fill_between(t, -band[:, k], band[:, k], color=line.get_color(), alpha=0.15,
-                                linewidth=0)
+        d = n[:, k] - g[:, k]
+        at = _drawn(len(t), g[:, k], n[:, k], d, band[:, k])
+        line, = axes[0, 0].plot(t[at], g[at, k], label=f"golden {label(k)}", gid=f"golden_{k}",
+                                **style)
+        axes[0, 0].plot(t[at], n[at, k], linestyle="none" if per_event else "--",
+                        color=line.get_color(), label=f"new {label(k)}", gid=f"new_{k}",
+                        **{key: v for key, v in style.items() if key != "linestyle"})
+        axes[1, 0].plot(t[at], d[at], color=line.get_color(), gid=f"difference_{k}", **style)
+        if not per_event:
+            axes[1, 0].fill_between(t[at], -band[at, k], band[at, k], color=line.get_color(),
+                                    alpha=0.15, linewidth=0)
     axes[0, 0].legend(loc="best", fontsize="small", frameon=False, ncols=2)
-    axes[0, 0].set_ylabel("value")
-    axes[1, 0].set_ylabel("new - golden\n(band: tolerance)")
+    drawn = {units[k] for k in worst}
+    unit = f" [{drawn.pop()}]" if len(drawn) == 1 and "" not in drawn else ""
+    axes[0, 0].set_ylabel(f"{path.rsplit('/', 1)[-1]}{unit}")
+    axes[1, 0].set_ylabel(f"new - golden{unit}\n(band: tolerance)")
     axes[1, 0].set_xlabel("time [s]" if time is not None else "row")
     return fig
 

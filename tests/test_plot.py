@@ -173,3 +173,57 @@ def test_html_report_of_a_perturbed_log(logs, tmp_path):
 def test_html_report_argument_checked_before_comparing(logs, tmp_path):
     r = run("compare", logs["arm7_pd"], logs["arm7_pd"], "--html", tmp_path / "no" / "r.html")
     assert r.exit_code == 2 and "--html" in r.output
+
+
+def test_a_long_curve_is_drawn_at_its_extremes_per_pixel_column():
+    # 200,000 samples of noise with a one-sample spike and a gap of NaN: the samples drawn are
+    # at most two per bucket and series (and the ends), the spike is among them at its height,
+    # the gap stays a gap, and every bucket's min and max are drawn
+    from raisimcli.plot import PIXELS, _drawn
+    rng = np.random.default_rng(3)
+    n = 200_000
+    y, z = rng.normal(size=n), rng.normal(size=n)
+    y[123_457] = 50.0
+    z[50_000:50_010] = np.nan
+    at = _drawn(n, y, z)
+    assert len(at) <= 2 * 2 * PIXELS + 2 + PIXELS
+    assert 123_457 in at and 0 in at and n - 1 in at
+    assert np.isnan(z[at]).any()
+    edges = np.linspace(0, n, PIXELS + 1).astype(int)
+    for a, b in zip(edges[:-1], edges[1:]):
+        drawn = y[at[(at >= a) & (at < b)]]
+        assert drawn.max() == y[a:b].max() and drawn.min() == y[a:b].min()
+    assert _drawn(2 * PIXELS, y[:2 * PIXELS]) == slice(None)  # (a short curve: every sample)
+
+
+def test_the_report_figure_of_a_long_dataset_stays_small_and_shows_its_spike():
+    # compare --html of two 30 s logs wrote 9 MB (140 MB for longer ones): each curve is now
+    # drawn at most at twice the figure's pixel columns, and a one-step difference still shows
+    import io
+
+    from raisimcli.log.compare import Tolerance
+    from raisimcli.plot import comparison_figure
+    rng = np.random.default_rng(4)
+    golden = rng.normal(size=(30_000, 18)).cumsum(axis=0)
+    new = golden.copy()
+    new[17_321, 4] += 3.0
+    fig = comparison_figure(golden, new, "robots/r/q", Tolerance(1e-9, 1e-12),
+                            time=np.arange(30_000) * 1e-3, units="rad")
+    difference = [ln for ln in fig.axes[1].lines if ln.get_gid() == "difference_4"][0]
+    assert difference.get_ydata().max() == 3.0
+    assert fig.axes[0].get_ylabel() == "q [rad]"
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    assert len(buf.getvalue()) < 1_000_000
+
+
+def test_both_nan_is_no_difference_in_the_report_figure():
+    # compare counts NaN == NaN as equal: such a column is not drawn as the worst one
+    from raisimcli.log.compare import Tolerance
+    from raisimcli.plot import comparison_figure
+    golden = np.zeros((100, 3))
+    new = golden.copy()
+    golden[:, 0] = new[:, 0] = np.nan
+    new[50, 2] = 1.0
+    fig = comparison_figure(golden, new, "x", Tolerance(0, 0), max_columns=1)
+    assert [ln.get_gid() for ln in fig.axes[1].lines] == ["difference_2"]

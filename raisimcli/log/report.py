@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import io
 
+import numpy as np
 
 from raisimcli.log.reader import open_hdf5
 from raisimcli.log.compare import Comparison, Tolerance, _column_names
@@ -23,6 +24,23 @@ def _svg(fig) -> str:
     fig.savefig(buf, format="svg")
     text = buf.getvalue()
     return text[text.index("<svg"):]  # drop the XML prolog and the DOCTYPE: inline in HTML
+
+
+def _units(dataset):
+    """The units of a dataset's columns as the log gives them (`column_units`, one per column of
+    a row flattened, or `units` for all), or None."""
+    from raisimcli.log.reader import _text
+    per = dataset.attrs.get("column_units")
+    if per is not None:
+        per = [_text(u) for u in np.ravel(per)]
+        size = int(np.prod(dataset.shape[1:])) if dataset.ndim > 1 else 1
+        if len(per) == size:
+            return per
+        if size % len(per) == 0:  # (a unit per name, the name's x y z sharing it)
+            return [u for u in per for _ in range(size // len(per))]
+        return None
+    one = dataset.attrs.get("units")
+    return _text(one) if one is not None else None
 
 
 def html_report(c: Comparison, path: str, max_figures: int = 20, inputs: tuple = ()) -> int:
@@ -47,8 +65,12 @@ def html_report(c: Comparison, path: str, max_figures: int = 20, inputs: tuple =
             if g.dtype.kind not in "fiu" or g.shape != n.shape or g.ndim == 0:
                 continue
             per_row = g.ndim >= 1 and g.dims[0].label == "time"
-            fig = comparison_figure(g[()], n[()], r.path, r.tolerance or Tolerance(0, 0),
-                                    time if per_row else None, names=_column_names(fg, g))
+            per_event = g.ndim >= 1 and g.dims[0].label == "contact" and \
+                "contacts/time" in fg and len(fg["contacts/time"]) == len(g)
+            x = time if per_row else fg["contacts/time"][()] if per_event else None
+            fig = comparison_figure(g[()], n[()], r.path, r.tolerance or Tolerance(0, 0), x,
+                                    names=_column_names(fg, g), units=_units(g),
+                                    per_event=per_event)
             figures.append(f"<figure id='{html.escape(r.path)}'><figcaption>"
                            f"{html.escape(r.path)}: {html.escape(r.reason)}"
                            f"{', worst at ' + html.escape(r.where) if r.where else ''}"
