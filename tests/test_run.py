@@ -567,11 +567,24 @@ def test_export_writes_every_signal_as_a_table(tmp_path, fmt):
         path = tmp_path / "tables" / "quadruped" / f"torque/total.{fmt}"
         assert str(path) in files
         df = read(path, index_col=0) if fmt == "csv" else read(path)
-        assert list(df.columns) == [d.decode() for d in f["robots/quadruped/dof_names"][()]]
+        names = [d.decode() for d in f["robots/quadruped/dof_names"][()]]
+        units = [str(u) for u in f["robots/quadruped/torque/total"].attrs["column_units"]]
+        if fmt == "csv":  # the units in the header: "name [unit]"
+            assert list(df.columns) == [f"{n} [{u}]" for n, u in zip(names, units)]
+            assert df.index.name == "time [s]"
+        else:  # the units in each field's metadata
+            import pyarrow.parquet as pq
+            schema = pq.read_schema(path)
+            assert [schema.field(n).metadata[b"units"].decode() for n in names] == units
+            assert schema.field("time").metadata[b"units"] == b"s"
+            assert list(df.columns) == names
         assert np.array_equal(df.values, f["robots/quadruped/torque/total"][()])  # all 17 digits
         assert np.array_equal(np.asarray(df.index, dtype=float), f["time"][()])
         contacts = read(tmp_path / "tables" / f"contacts.{fmt}")
         assert len(contacts) == f["contacts/count"][()].sum()
+        if fmt == "csv":
+            assert {"force_z [N]", "impulse_z [N s]", "penetration [m]", "body_a"} <= \
+                set(contacts.columns)
 
 
 def test_export_without_pandas_says_how_to_install_it(tmp_path, monkeypatch):

@@ -42,6 +42,70 @@ def _relative(log_path: str, parts: list[str]) -> str:
     return os.path.join(*parts)
 
 
+def _signal_units(sig, n_columns: int) -> list[str]:
+    """The unit of each of a signal's table columns (to_pandas': one per name, or name.x .y .z),
+    then of its index (time, s)."""
+    units = sig.units
+    if isinstance(units, str):
+        per = [units] * n_columns
+    elif len(units) == n_columns:
+        per = list(units)
+    else:  # (a unit per name, its x y z columns sharing it)
+        per = [u for u in units for _ in range(n_columns // max(len(units), 1))]
+    return per + ["s"]
+
+
+def _table_units(df, group) -> list[str]:
+    """The unit of each column of a long table (contacts, constraints) as the log's datasets
+    give them: `force_x` is the unit of `force`, `impulse_x` of `impulse_world` or `impulse`,
+    text columns none."""
+    from pandas.api.types import is_numeric_dtype
+
+    from raisimcli.log.reader import _text
+    units = []
+    for column in df.columns:
+        if not is_numeric_dtype(df[column]):  # (names: no unit)
+            units.append("")
+            continue
+        base = column.rsplit("_", 1)[0] if column[-2:] in ("_x", "_y", "_z") else column
+        for name in (base, f"{base}_world"):
+            if name in group and "units" in group[name].attrs:
+                units.append(str(_text(group[name].attrs["units"])))
+                break
+        else:
+            units.append("s" if column == "time" else "")
+    return units
+
+
+def _with_units(df, units: list[str], index: bool):
+    """A copy of table df whose column names (and index name) carry their units, `name [unit]`
+    (a column without a unit, such as a body's name, keeps its name)."""
+    out = df.copy()
+    out.columns = [f"{c} [{u}]" if u else str(c) for c, u in zip(df.columns, units)]
+    if index and df.index.name:
+        out.index = out.index.rename(f"{df.index.name} [{units[-1]}]")
+    return out
+
+
+def _parquet(df, units: list[str], index: bool) -> bytes:
+    """Table df as Parquet bytes with each column's unit in its field's metadata (`units`), where
+    pyarrow and Parquet readers keep it."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.Table.from_pandas(df, preserve_index=index)
+    unit_of = dict(zip(df.columns, units))
+    if index and df.index.name:
+        unit_of[df.index.name] = units[-1]
+    fields = [f.with_metadata({"units": unit_of[f.name]}) if unit_of.get(f.name) else f
+              for f in table.schema]
+    table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
 def export_log(log_path: str, folder: str, fmt: str) -> tuple[list[str], str]:
     """Write every per-row signal of every robot as a table (time, then one column per name),
     the contacts and the constraints as long tables; returns (the files written, the log's
@@ -62,19 +126,23 @@ def export_log(log_path: str, folder: str, fmt: str) -> tuple[list[str], str]:
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise UsageError(f"-o {folder}: is a file; expected a folder")
     ext = "csv" if fmt == "csv" else "parquet"
-    tables = []  # (relative path, frame, index)
+    tables = []  # (relative path, frame, index, the unit of each column and of the index)
     with open_log(log_path, check=True) as log, reading(log_path):
         status = log.status
         for name in log.robot_names:
             robot = log.robot(name)
             for signal in robot.signals():
                 rel = _relative(log_path, [name] + f"{signal}.{ext}".split("/"))
-                tables.append((rel, robot.signal(signal).to_pandas(), True))
+                sig = robot.signal(signal)
+                df = sig.to_pandas()
+                tables.append((rel, df, True, _signal_units(sig, len(df.columns))))
             if "constraints" in robot.group:
-                tables.append((_relative(log_path, [name, f"constraints.{ext}"]),
-                               robot.constraints(), False))
+                df = robot.constraints()
+                tables.append((_relative(log_path, [name, f"constraints.{ext}"]), df, False,
+                               _table_units(df, robot.group["constraints"])))
         if "contacts" in log.f:
-            tables.append((f"contacts.{ext}", log.contacts(), False))
+            df = log.contacts()
+            tables.append((f"contacts.{ext}", df, False, _table_units(df, log.f["contacts"])))
     earlier = _manifest(folder) or {"files": []}
     listed = {os.path.normpath(f) for f in earlier["files"] if isinstance(f, str)}
 
@@ -82,16 +150,17 @@ def export_log(log_path: str, folder: str, fmt: str) -> tuple[list[str], str]:
         return os.path.normpath(os.path.relpath(path, folder)) in listed
 
     inputs = (log_path,)
-    for rel, _, _ in tables:  # every target checked before anything is written
+    for rel, *_ in tables:  # every target checked before anything is written
         check_replaceable(os.path.join(folder, rel), "-o", "table", ours, inputs)
     written: list[str] = []
-    for rel, df, index in tables:
+    for rel, df, index, units in tables:
         path = os.path.join(folder, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if fmt == "csv":
-            data = df.to_csv(index=index, float_format="%.17g").encode()
+            data = _with_units(df, units, index).to_csv(index=index,
+                                                        float_format="%.17g").encode()
         else:
-            data = df.to_parquet(index=index)
+            data = _parquet(df, units, index)
         write_bytes(path, data, "-o", "table", ours, inputs)
         written.append(path)
     manifest = json.dumps({"generator": "raisimcli export", "log": os.path.abspath(log_path),
