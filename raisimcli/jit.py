@@ -207,7 +207,7 @@ def kernel(fn):
     makes a reference-counted handle for each array argument at the call nor counts the
     references of each view inside the loop (an atomic increment and decrement, a few hundred
     per step; the caller's arrays live as long as the call). It took a sixth off the standing
-    quadruped's step (benchmarks/README.md), and changes no result."""
+    quadruped's step, and changes no result."""
     dispatcher = njit(cache=True, _nrt=False)(fn)
     if _OPT is not None and hasattr(dispatcher, "compile"):  # (NUMBA_DISABLE_JIT=1: fn itself)
         dispatcher.compile = _at_our_level(dispatcher.compile)
