@@ -1292,8 +1292,8 @@ class ArticulatedSystem:
         """out (2 + nv,) = [get_kinetic_energy(), get_potential_energy(),
         *get_generalized_force()] at the current state, with their bits, in one compiled call
         after Pinocchio's crba and centre of mass (cheaper than the three getters; the call
-        takes the robot's constant arrays as one ArrayTable). The state's M, M_pin, centre of mass and potential
-        energy are kept as the getters keep them (the next step reuses the crba). When one of
+        takes the robot's constant arrays as one ArrayTable). The state's M, M_pin, centre of
+        mass and potential energy are kept as the getters keep them (the next step reuses the crba). When one of
         them is kept already (or the gravity is not a (3,) array), the getters give the
         values."""
         cache, g = self._cache, self._gravity
