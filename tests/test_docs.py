@@ -142,3 +142,15 @@ def test_every_name_of_the_raisimpy_table_exists():
     for owner, name in calls:
         assert hasattr(World if owner == "world" else ArticulatedSystem, name), \
             f"README: {owner}.{name} does not exist"
+
+
+def test_the_scenario_reference_is_a_scenario_that_runs(tmp_path):
+    # docs/scenario.md's table of every key is docs/examples/everything.toml, and it runs
+    doc = read("docs", "scenario.md")
+    block = doc.split("```toml\n", 1)[1].split("```", 1)[0]
+    assert block == read("docs", "examples", "everything.toml")
+    out = tmp_path / "every.h5"
+    r = CliRunner().invoke(cli, ["run", os.path.join(ROOT, "docs", "examples", "everything.toml"),
+                                 "--duration", "0.05", "-q", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.is_file()
