@@ -13,11 +13,29 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import stat
 
 PACKAGE_PATH_VARIABLES = ("AMENT_PREFIX_PATH", "ROS_PACKAGE_PATH")
 
 _root: contextvars.ContextVar[str | None] = contextvars.ContextVar("raisimcli_root", default=None)
 _env: contextvars.ContextVar[dict | None] = contextvars.ContextVar("raisimcli_env", default=None)
+
+
+def regular_file(path: str, what: str, error) -> os.stat_result:
+    """os.stat of the input file at `path` (a `what` file: "scenario", "log", ...) when it is a
+    regular file; else `error(message)` (the exception to raise, ScenarioError, LogError, ...)
+    saying what it is: not found, unreadable, a directory, a device, pipe or socket."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{path}: {what} file not found") from None
+    except OSError as e:
+        raise error(f"{path}: cannot read the {what} file ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{path}: expected a {what} file, got a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{path}: expected a {what} file, got a device, pipe or socket")
+    return st
 
 
 def resolve(path: str, base: str) -> str:

@@ -4,10 +4,10 @@ names the file."""
 
 from __future__ import annotations
 
-import os
-import stat
 import tomllib
 from typing import NamedTuple
+
+from raisimcli.files import regular_file
 
 MAX_BYTES = 16 * 1024 * 1024  # a scenario, sweep or tolerance file larger than this is refused
 MAX_DEPTH = 100  # arrays and inline tables nested deeper than this are refused
@@ -61,17 +61,9 @@ class TomlFile(NamedTuple):
 def read_toml(path: str, what: str, error) -> TomlFile:
     """(the table, the text, the bytes) of the TOML file at `path` (a `what` file: "scenario",
     "sweep", "tolerance"), read with a bound: a regular file of at most MAX_BYTES, UTF-8 (a byte
-    order mark allowed), nested at most MAX_DEPTH deep. `error(message)` makes the exception to raise (ScenarioError, ...)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise error(f"{path}: {what} file not found") from None
-    except OSError as e:
-        raise error(f"{path}: cannot read the {what} file ({e.strerror})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise error(f"{path}: expected a {what} file, got a directory")
-    if not stat.S_ISREG(st.st_mode):
-        raise error(f"{path}: expected a {what} file, got a device, pipe or socket")
+    order mark allowed), nested at most MAX_DEPTH deep. `error(message)` makes the exception to
+    raise (ScenarioError, ...)."""
+    st = regular_file(path, what, error)
     if st.st_size > MAX_BYTES:
         raise error(f"{path}: the {what} file is {st.st_size} bytes, more than the "
                     f"{MAX_BYTES} allowed")

@@ -48,3 +48,16 @@ def folded_arm_urdf() -> str:
       <link name="lower"><inertial><origin xyz="0 0 -0.05"/><mass value="1"/>{inertia}
         </inertial>{ball.format("0 0 -0.05")}</link>
     </robot>"""
+
+
+def pendulum_scenario(steps: int) -> str:
+    """A scenario of the shipped pendulum, `steps` steps from 0.5 rad (the robot "p")."""
+    from conftest import ROBOTS
+    return f"""[world]
+dt = 0.001
+steps = {steps}
+[[robot]]
+name = "p"
+urdf = "{ROBOTS}/pendulum.urdf"
+initial = {{ q = [0.5] }}
+"""

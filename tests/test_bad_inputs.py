@@ -6,17 +6,10 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROBOTS
+from models import pendulum_scenario
 from raisimcli.cli.main import cli
 
-PEND = f"""[world]
-dt = 0.001
-steps = 20
-[[robot]]
-name = "p"
-urdf = "{ROBOTS}/pendulum.urdf"
-initial = {{ q = [0.5] }}
-"""
+PEND = pendulum_scenario(20)
 DEEP = "a = " + "[" * 5000 + "]" * 5000 + "\n"
 
 

@@ -16,17 +16,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROBOTS, small_disk
+from conftest import small_disk
+from models import pendulum_scenario
 from raisimcli.cli.main import cli
 
-PEND = f"""[world]
-dt = 0.001
-steps = 200
-[[robot]]
-name = "p"
-urdf = "{ROBOTS}/pendulum.urdf"
-initial = {{ q = [0.5] }}
-"""
+PEND = pendulum_scenario(200)
 
 
 def run(*args):

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import h5py
 import numpy as np
 
 from raisimcli.errors import LogError
+from raisimcli.files import regular_file
 
 FORMAT = "raisimcli-log"
 FORMAT_VERSION = 2
@@ -335,16 +335,7 @@ def open_hdf5(path: str, check: bool = False) -> tuple[h5py.File, bool]:
     fails, sleeping in between, so that a damaged file would keep the command (and Ctrl-C) waiting
     without end. With `check`, its structure is read first in a process of its own
     (check_structure), for the commands. Raises LogError, naming the file."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise LogError(f"{path}: log file not found") from None
-    except OSError as e:
-        raise LogError(f"{path}: cannot read the file ({e.strerror})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise LogError(f"{path}: expected a log file, got a directory")
-    if not stat.S_ISREG(st.st_mode):
-        raise LogError(f"{path}: expected a log file, got a special file")
+    st = regular_file(path, "log", LogError)
     try:
         declared, flags = _superblock(path, st.st_size)
     except OSError as e:
