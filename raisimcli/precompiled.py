@@ -38,7 +38,7 @@ them again, in a checkout, with
 
     python -m raisimcli.precompiled --write
 
-which runs the scenarios and the inspections in a fresh cache (about 3.5 min) and keeps its
+which runs the scenarios and the inspections in a fresh cache (about 7 min on a 2-core machine) and keeps its
 entries.
 """
 
