@@ -10,6 +10,7 @@ from conftest import assert_close, robot
 from newton_euler import body_momenta, check_newton_euler
 from raisimcli.model import load_urdf, load_urdf_string
 from raisimcli.physics import World
+from raisimcli.physics.step import lean
 
 G = 9.81
 
@@ -1284,7 +1285,7 @@ def test_contact_rows_after_joint_rows_are_the_two_stacked():
     for _ in range(300):  # settle onto the feet
         w.integrate()
     w.integrate1()
-    stage = r.prepare_step(w.dt)
+    stage = lean._lean_stage(r, w.dt, *r.pinocchio_dynamics())
     joint = stage.joint_rows
     assert joint.m and w.contacts
     args = (w.contacts, [r], {id(r): 0}, [0, r.nv], r.nv, w.dt, r.u)
@@ -1428,67 +1429,6 @@ def test_an_octagonal_prism_rests_on_four_of_its_eight_corners(tmp_path):
     assert np.abs(r.u).max() < 1e-6
 
 
-@pytest.mark.parametrize("case", ["drop", "drop_with_inverse_dynamics", "arm_friction",
-                                  "drop_trapezoid", "drop_euler", "arm_friction_rk4"])
-def test_a_robot_alone_without_the_general_records_is_the_general_path(case, monkeypatch):
-    # a robot touching only the static world solves its impulse problem, integrates and fills
-    # its torque table in one compiled call (step/alone.py; both worlds take World.integrate1
-    # and integrate2, not step/lean.py's whole step, tests/test_lean.py); the general path gives the same
-    # bits, step by step: state, torque table, contacts, sweeps (the fall, the impacts,
-    # standing; a restored state's warm start by key included), under each integration scheme
-    # (EULER is replaced by SEMI_IMPLICIT after the first contact; RUNGE_KUTTA_4 takes the
-    # solved impulses to finish_step's stages)
-    import raisimcli.physics.step.world_step as world_step
-
-    def make():
-        w = World(0.001)
-        w.lean = False
-        if case.startswith("arm_friction"):
-            r = w.add_articulated_system(robot("arm7.urdf"))
-            q = r.get_generalized_coordinate()
-            q[:] = np.linspace(-0.4, 0.4, r.nq)
-        else:
-            w.add_ground()
-            r = w.add_articulated_system(robot("quadruped.urdf"))
-            q = r.get_generalized_coordinate()
-            q[2], q[7:] = 0.6, [0.0, 0.6, -1.2] * 2 + [0.0, -0.6, 1.2] * 2
-            r.set_compute_inverse_dynamics(case == "drop_with_inverse_dynamics")
-        r.set_integration_scheme({"drop_trapezoid": "TRAPEZOID", "drop_euler": "EULER",
-                                  "arm_friction_rk4": "RUNGE_KUTTA_4"}.get(case, "SEMI_IMPLICIT"))
-        r.set_state(q, np.zeros(r.nv))
-        r.set_pd_gains(np.full(r.nv, 300.0), np.full(r.nv, 10.0))
-        r.set_pd_target(q, np.zeros(r.nv))
-        return w, r
-
-    fast, general = make(), make()
-    alone_calls = []
-    real = world_step.integrate2_alone
-    monkeypatch.setattr(world_step, "integrate2_alone",
-                        lambda *a: alone_calls.append(1) or real(*a))
-    for step in range(400):
-        fast[0].integrate()
-        with monkeypatch.context() as m:
-            m.setattr(world_step, "can_go_alone", lambda *a: False)
-            general[0].integrate()
-        (wa, a), (wb, b) = fast, general
-        assert a.q.tobytes() == b.q.tobytes() and a.u.tobytes() == b.u.tobytes()
-        assert a.solver_iterations == b.solver_iterations
-        for source in a.torque:
-            assert a.torque[source].tobytes() == b.torque[source].tobytes(), source
-        assert len(wa.contacts) == len(wb.contacts)
-        if len(wa.contacts):
-            assert wa.contacts.impulse.tobytes() == wb.contacts.impulse.tobytes()
-            assert wa.contacts.velocity_contact.tobytes() == wb.contacts.velocity_contact.tobytes()
-        if a.compute_inverse_dynamics:
-            assert a.joint_wrenches.force.tobytes() == b.joint_wrenches.force.tobytes()
-        if step == 200:  # the warm start as a dict of impulses by key
-            for w in (wa, wb):
-                w.set_state(w.get_state())
-    assert len(alone_calls) == 400  # the fast world took the path of a robot alone every step
-    if not case.startswith("arm_friction"):
-        assert len(fast[0].contacts) == 4
-
-
 def test_a_pendulum_of_one_dof_comes_to_rest_on_the_ground():
     # one DoF (Pinocchio's joint Jacobian is then a vector): a sphere on an arm swings down from
     # the horizontal and rests where it touches the ground, sin(theta) = (z_pivot - r) / L
@@ -1585,8 +1525,7 @@ def _roller(with_shape: bool) -> str:
 </robot>"""
 
 
-@pytest.mark.parametrize("quick", [True, False])
-def test_a_contact_the_mechanism_cannot_move_along_gets_no_impulse(quick):
+def test_a_contact_the_mechanism_cannot_move_along_gets_no_impulse():
     # The roller touches the ground below its hinge, where turning only moves it along the
     # ground: no motion of the robot moves those points along the normal, so no impulse can push
     # them out (their normal's Delassus entry is 0 or rounding, 1e-39 of the friction's). They
@@ -1597,7 +1536,6 @@ def test_a_contact_the_mechanism_cannot_move_along_gets_no_impulse(quick):
     for with_shape in (True, False):
         w = World(0.001)
         w.add_ground(0.0)
-        w.quick = quick
         r = w.add_articulated_system(load_urdf_string(_roller(with_shape)))
         r.set_state(np.zeros(1), np.array([0.5]))  # turning at 0.5 rad/s
         states, impulses = [], []

@@ -1,30 +1,18 @@
-"""The quick step (raisimcli/physics/step/quick.py: a robot alone, its step in one compiled call)
-against step/lean.py's path for the same step: the same bits, step by step, for every result a
-user reads, and the records it hands on (the contact set, the warm start) as the other paths'."""
+"""The quick step (raisimcli/physics/step/quick.py: a robot alone, its step in one compiled call):
+what it hands on (the contact set, the result arrays, the step record, Pinocchio's inputs), what
+reaches it (setters between steps), and real robots and mimics taking it, against the reference
+step of tests/reference/."""
 
 import os
 
 import numpy as np
 import pytest
 
+from cases import before_step as _before_step, same_results as _same, setup as _setup
 from raisimcli.physics import World
 from raisimcli.physics.step import quick
-from test_lean import _before_step, _same, _setup
+from reference.compare import SideBySide
 from test_real_urdfs import ERD
-
-# (case, how many of its 400 steps the compiled call takes at least; 0: none). Under
-# RUNGE_KUTTA_4 it takes the steps that spec step 6's rules make SEMI_IMPLICIT: the drop's once
-# it has landed, every step of the gripper's (a mimic); not the arm's nor the spring's
-CASES = [("drop", 400), ("drop_with_inverse_dynamics", 400), ("drop_trapezoid", 400),
-         ("drop_euler", 400), ("drop_pushed", 400), ("actuators_and_limits", 250),
-         ("arm", 400), ("arm_torque_mode", 400), ("arm_pushed", 400),
-         ("three_apart", 400), ("one_onto_another", 0), ("spring", 400), ("box_tilted", 400),
-         ("can_tilted", 400), ("can_upright", 400), ("plate", 0),
-         ("drop_rk4", 200), ("arm_rk4", 0), ("spring_rk4", 0), ("fourbar", 0),
-         ("spherical", 0), ("gripper_on_quadruped", 400), ("gripper", 400),
-         ("hand_in_air", 400), ("gripper_rk4", 400), ("hand_on_ground", 400),
-         ("arm_on_ground", 400)]
-
 
 def _taken(monkeypatch) -> list:
     """A list that gets, at each step offered to the quick step (a world of one robot: step;
@@ -35,41 +23,6 @@ def _taken(monkeypatch) -> list:
         monkeypatch.setattr(quick, name, lambda *a, real=real: (
             lambda out: done.append(out is not None) or out)(real(*a)))
     return done
-
-
-@pytest.mark.parametrize("case,taken", CASES)
-def test_the_quick_step_is_the_lean_path(case, taken, monkeypatch):
-    done = _taken(monkeypatch)
-    worlds = []
-    for use in (True, False):
-        w = World(0.001)
-        w.quick = use
-        worlds.append((w, _setup(case, w)))
-    (wa, _), (wb, _) = worlds
-    most = 0  # contacts at once
-    for k in range(400):
-        for w, _ in worlds:
-            _before_step(case, k, w)
-            w.integrate()
-        _same(*worlds)
-        most = max(most, len(wa.contacts))
-        if k in (150, 300):  # the warm start as the other paths read it: by key
-            sa, sb = wa.get_state(), wb.get_state()
-            assert list(sa.warm_start.items()) == list(sb.warm_start.items())
-        if k == 200:  # a restored state (a warm start by key) continues the same
-            for w, _ in worlds:
-                w.set_state(w.get_state())
-    assert sum(done) >= taken
-    if not taken:
-        assert not any(done)
-    if case == "can_tilted":  # a cylinder on its rim, then its side: the compiled call's
-        assert most >= 2
-    if case == "box_tilted":  # a box's corners on the ground: the compiled call's
-        assert most >= 2
-    if case.startswith("drop"):
-        assert len(wa.contacts) == 4
-    if case == "arm_on_ground":  # capsules of the arm on the ground: the compiled call's
-        assert len(wa.contacts) >= 2
 
 
 def test_a_held_contact_set_keeps_its_step():
@@ -185,24 +138,25 @@ def test_a_step_it_declines_changes_nothing(monkeypatch):
 
 def test_a_setter_between_steps_reaches_the_quick_step(monkeypatch):
     """What the setters change between steps (the bus voltage, whose stall torques the
-    transmission makes again; gains, limits, damping) is read by the next quick step."""
+    transmission makes again; gains, limits, damping) is read by the next quick step: the
+    steps after each change step as the reference."""
     done = _taken(monkeypatch)
-    worlds = []
-    for use in (True, False):
-        w = World(0.001)
-        w.quick = use
-        worlds.append((w, _setup("actuators_and_limits", w)))
+    w = World(0.001)
+    s = _setup("actuators_and_limits", w)
+    side = SideBySide(w)
+    compared = 0
     for k in range(300):
-        for w, s in worlds:
-            if k == 100:
-                s.set_bus_voltage(6.0)  # (the motors' stall torques fall: their regions bind)
-            if k == 150:
-                s.set_pd_gains(np.full(s.nv, 120.0), np.full(s.nv, 4.0))
-                s.set_joint_damping(np.r_[np.zeros(6), np.full(s.nv - 6, 0.3)])
-                s.set_actuation_limits(np.full(s.nv, 40.0), np.full(s.nv, -40.0))
-            w.integrate()
-        _same(*worlds)
-    assert sum(done[100:]) >= 150  # (the quick step's, after the setters)
+        if k == 100:
+            s.set_bus_voltage(6.0)  # (the motors' stall torques fall: their regions bind)
+        if k == 150:
+            s.set_pd_gains(np.full(s.nv, 120.0), np.full(s.nv, 4.0))
+            s.set_joint_damping(np.r_[np.zeros(6), np.full(s.nv - 6, 0.3)])
+            s.set_actuation_limits(np.full(s.nv, 40.0), np.full(s.nv, -40.0))
+        inputs = side.inputs() if k in (100, 101, 150, 151) or k % 50 == 0 else None
+        w.integrate()
+        if inputs is not None:
+            compared += side.check(inputs, f"step {k}")
+    assert sum(done[100:]) >= 150 and compared >= 7  # (the quick step's, after the setters)
 
 
 @pytest.mark.parametrize("path", ["a1_description/urdf/a1.urdf",
@@ -210,33 +164,31 @@ def test_a_setter_between_steps_reaches_the_quick_step(monkeypatch):
                                   "go2_description/urdf/go2.urdf",
                                   "solo_description/robots/solo12.urdf",
                                   "ur_description/urdf/ur5_robot.urdf"])
-def test_real_robots_take_the_quick_step_with_the_lean_paths_bits(path, monkeypatch):
+def test_real_robots_take_the_quick_step_as_the_reference(path, monkeypatch):
     """Robots of example-robot-data dropped onto the ground under PD (their feet spheres, or
     meshes: their patches answered in the compiled loop too) and an arm fixed at the ground's
-    height: the compiled call takes all 300 steps, bit for bit as the lean path."""
+    height: the compiled call takes all 300 steps, and every 20th steps as the reference."""
     done = _taken(monkeypatch)
-    worlds = []
-    for use in (True, False):
-        w = World(0.001)
-        w.quick = use
-        w.add_ground()
-        s = w.add_articulated_system(os.path.join(ERD, path))
-        q = s.get_generalized_coordinate()
-        if s.nq > s.nv:  # (a floating base: dropped from 0.6 m higher)
-            q[2] += 0.6
-        s.set_state(q, np.zeros(s.nv))
-        s.set_pd_gains(np.full(s.nv, 40.0), np.full(s.nv, 1.0))
-        s.set_pd_target(q, np.zeros(s.nv))
-        worlds.append((w, s))
-    touched = 0
-    for _ in range(300):
-        for w, _ in worlds:
-            w.integrate()
-        _same(*worlds)
-        touched += bool(len(worlds[0][0].contacts))
+    w = World(0.001)
+    w.add_ground()
+    s = w.add_articulated_system(os.path.join(ERD, path))
+    q = s.get_generalized_coordinate()
+    if s.nq > s.nv:  # (a floating base: dropped from 0.6 m higher)
+        q[2] += 0.6
+    s.set_state(q, np.zeros(s.nv))
+    s.set_pd_gains(np.full(s.nv, 40.0), np.full(s.nv, 1.0))
+    s.set_pd_target(q, np.zeros(s.nv))
+    side = SideBySide(w, every_step=False)  # (Go2's 16 foot contacts: the solver at its cap)
+    touched = compared = 0
+    for k in range(300):
+        inputs = side.inputs() if k % 20 == 0 else None
+        w.integrate()
+        if inputs is not None:
+            compared += side.check(inputs, f"step {k}")
+        touched += bool(len(w.contacts))
     if s.nq > s.nv:
         assert touched >= 30  # (landed)
-    assert len(done) == 300 and all(done)
+    assert len(done) == 300 and all(done) and compared >= 10
 
 
 @pytest.mark.parametrize("case", ["drop", "actuators_and_limits", "arm", "three_apart",
@@ -496,27 +448,26 @@ def test_placements_after_a_pass_are_compute_joint_jacobians_bit_for_bit(rng, fi
 
 @pytest.mark.parametrize("path", ["panda_description/urdf/panda.urdf",
                                   "talos_data/robots/talos_full_v2.urdf"])
-def test_robots_with_mimic_joints_take_the_quick_step_with_the_lean_paths_bits(path, monkeypatch):
+def test_robots_with_mimic_joints_take_the_quick_step_as_the_reference(path, monkeypatch):
     """Panda (its fingers one mimic pair) and Talos (twelve mimics in its grippers) under PD,
-    in the air: 300 steps, every one the quick step's, against the lean path (the elimination of
-    the mimics beside the joints' limit rows), the constraints' impulses and errors too."""
+    in the air: 300 steps, every one the quick step's (the elimination of the mimics beside the
+    joints' limit rows), every 30th as the reference."""
     done = _taken(monkeypatch)
-    worlds = []
-    for use in (True, False):
-        w = World(0.001)
-        w.quick = use
-        s = w.add_articulated_system(os.path.join(ERD, path))
-        q = s.get_generalized_coordinate()
-        s.set_pd_gains(np.full(s.nv, 40.0), np.full(s.nv, 1.0))
-        s.set_pd_target(q + 0.05, np.zeros(s.nv))  # (Panda's joint 4 starts past its limit)
-        worlds.append((w, s))
-    for _ in range(300):
-        for w, _ in worlds:
-            w.integrate()
-        _same(*worlds)
-    s = worlds[0][1]
+    w = World(0.001)
+    s = w.add_articulated_system(os.path.join(ERD, path))
+    q = s.get_generalized_coordinate()
+    s.set_pd_gains(np.full(s.nv, 40.0), np.full(s.nv, 1.0))
+    s.set_pd_target(q + 0.05, np.zeros(s.nv))  # (Panda's joint 4 starts past its limit)
+    side = SideBySide(w)
+    compared = 0
+    for k in range(300):
+        inputs = side.inputs() if k % 30 == 0 else None
+        w.integrate()
+        if inputs is not None:
+            compared += side.check(inputs, f"step {k}")
     assert sum(done) == 300 and s.constraint_impulses.shape == (len(s.constraints), 3)
     assert np.any(s.constraint_impulses[:, 0] != 0.0) and "constraints" in s.torque
+    assert compared >= 7
 
 
 def test_held_constraint_impulses_keep_their_step():
@@ -540,26 +491,25 @@ def test_held_constraint_impulses_keep_their_step():
 
 
 def test_a_mimic_robot_s_error_rate_changed_between_steps_reaches_the_quick_step(monkeypatch):
-    """constraint_erp (the mimics' beta) set between steps is read by the next quick step, as by
-    the lean path: the same bits, step by step, every step the quick step's. The fingers start
-    apart by 1 cm, so that the error, and its correction at rate beta, is not 0."""
+    """constraint_erp (the mimics' beta) set between steps is read by the next quick step: the
+    steps after each change step as the reference, every step the quick step's. The fingers
+    start apart by 1 cm, so that the error, and its correction at rate beta, is not 0."""
     done = _taken(monkeypatch)
-    worlds = []
-    for use in (True, False):
-        w = World(0.001)
-        w.quick = use
-        s = _setup("gripper", w)
-        s.set_state(np.array([0.01, 0.02]), np.zeros(2))
-        worlds.append((w, s))
+    w = World(0.001)
+    s = _setup("gripper", w)
+    s.set_state(np.array([0.01, 0.02]), np.zeros(2))
+    side = SideBySide(w)
+    compared = 0
     for k in range(200):
-        for w, s in worlds:
-            if k == 50:
-                s.constraint_erp = 0.4
-            if k == 120:
-                s.constraint_erp = 3.0
-            w.integrate()
-        _same(*worlds)
-    assert sum(done) == 200 and worlds[0][1].constraint_errors[0, 0] != 0.0
+        if k == 50:
+            s.constraint_erp = 0.4
+        if k == 120:
+            s.constraint_erp = 3.0
+        inputs = side.inputs() if k in (0, 50, 51, 120, 121, 199) else None
+        w.integrate()
+        if inputs is not None:
+            compared += side.check(inputs, f"step {k}")
+    assert sum(done) == 200 and s.constraint_errors[0, 0] != 0.0 and compared >= 4
 
 
 def _called_after_pruning(fn, none_args: tuple) -> set:

@@ -6,10 +6,13 @@ import math
 import numpy as np
 import pytest
 
+from cases import arm, quadruped
 from conftest import assert_close, robot
 from models import slider_urdf, wheel_urdf, world_with
+from raisimcli.errors import RaisimcliError
 from raisimcli.model import load_urdf
 from raisimcli.physics import World
+from raisimcli.physics.step import lean
 
 
 def quadruped_world(dt=0.001):
@@ -636,3 +639,88 @@ def test_the_impulse_problem_s_sums_skip_zeros_with_the_bits_of_the_full_sums(rn
         assert G2[m:].tobytes() == np.ascontiguousarray(G_full.T).tobytes()  # the sweeps' copy
         assert v.tobytes() == (matmul(J, u_star) + matmul(G_full, lam)).tobytes()
         assert u_next.tobytes() == (u_star + matmul(response, lam)).tobytes()
+
+
+def test_integrate2_takes_the_whole_step_unless_more_than_commands_changed(monkeypatch):
+    """Commands set between integrate1 and integrate2 keep the whole step (its detection finds
+    integrate1's contacts again); after a state set, a time step, gravity or a contact set-up
+    changed since integrate1, integrate2 steps from the current state with integrate1's
+    contacts."""
+    taken, given = [], []
+    real, real_with = lean.step, lean.step_with
+    monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
+    monkeypatch.setattr(lean, "step_with", lambda *a: given.append(1) or real_with(*a))
+    w = World(0.001)
+    r = arm(w)
+    w.integrate()
+    assert len(taken) == 1
+    w.integrate1()
+    r.set_generalized_force(np.full(r.nv, 0.1))
+    r.set_pd_target(r.get_generalized_coordinate(), np.zeros(r.nv))
+    w.integrate2()
+    assert len(taken) == 2
+    changes = [lambda: r.set_state(r.get_generalized_coordinate(), r.get_generalized_velocity()),
+               lambda: w.set_time_step(0.002),
+               lambda: w.set_gravity([0.0, 0.0, -9.0]),
+               lambda: w.add_ground(-1.0),
+               lambda: w.add_box("b", [0.1, 0.1, 0.1], position=[3.0, 0.0, 0.0]),
+               lambda: w.set_material_pair("default", "steel", 0.5),
+               lambda: w.set_default_material(0.7),
+               lambda: w.configure_contacts(r, materials={"*": "steel"})]
+    for change in changes:
+        w.integrate1()
+        change()
+        w.integrate2()
+        assert len(taken) == 2
+        assert not r.integrate1_pending
+    assert len(given) == len(changes)
+    w.integrate1()
+    w.integrate2()
+    assert len(taken) == 3
+
+
+def _contact_arrays(contacts):
+    names = ("points", "frames", "distance", "params", "bodies_a")
+    return [getattr(contacts, name).tobytes() for name in names] + [list(contacts.keys)]
+
+
+def test_integrate1_s_contacts_are_those_of_its_state_when_read_later():
+    """World.integrate1's collision query runs when its contacts are first read: a state set
+    before that, or a change of the contact set-up, still gives the contacts of integrate1's
+    state and set-up (its query run at once, directly, is the reference)."""
+    w = World(0.001)
+    r = quadruped(w, 0.45)
+    for _ in range(300):  # standing on its four feet
+        w.integrate()
+    lifted = r.get_generalized_coordinate()
+    lifted[2] += 0.3  # nothing near the ground there
+    for change in (lambda: r.set_state(lifted, r.get_generalized_velocity()),
+                   lambda: r.set_generalized_coordinate(lifted),
+                   lambda: w.add_box("far", [0.1, 0.1, 0.1], position=[5.0, 0.0, 0.0]),
+                   lambda: w.set_default_material(0.3),
+                   lambda: w.configure_contacts(r, materials={"*": "rubber"})):
+        q, u = r.get_generalized_coordinate(), r.get_generalized_velocity()
+        w.integrate1()
+        reference = _contact_arrays(w.contact_world.detect())
+        assert len(reference[-1]) == 4
+        change()
+        assert _contact_arrays(w.contacts) == reference
+        w.integrate2()  # (from those contacts)
+        r.set_state(q, u)
+
+
+def test_a_mass_matrix_that_is_not_positive_definite_is_an_error_naming_the_dof(tmp_path):
+    # a massless bob: its hinge moves no mass, and nothing implicit adds to M~'s diagonal; the
+    # same error whether integrate or integrate1 and integrate2 take the step
+    urdf = tmp_path / "massless.urdf"
+    with open(robot("pendulum.urdf")) as f:
+        urdf.write_text(f.read().replace('<mass value="1"/>', '<mass value="0"/>'))
+    for split in (False, True):
+        w = World(0.001)
+        w.add_articulated_system(str(urdf))
+        with pytest.raises(RaisimcliError, match="not positive definite at DoF 'hinge'"):
+            if split:
+                w.integrate1()
+                w.integrate2()
+            else:
+                w.integrate()

@@ -21,7 +21,7 @@ from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, n
     quadratic_form
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.commands import command, command_layout, command_views
-from raisimcli.physics.constraints import _report, eliminate, mimic_plan, row_plan
+from raisimcli.physics.constraints import _report, mimic_plan, row_plan
 from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_coordinates,
                                            _getter_inputs, _getter_mass, _getter_rotated,
                                            _rotate_columns)
@@ -29,9 +29,8 @@ from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.contact_rows import _point_jacobian
 from raisimcli.physics.step.decomposition import TorqueTable, torque_table
-from raisimcli.physics.step.fused import (_energies_and_force, energies_table, explicit_pass,
+from raisimcli.physics.step.fused import (_energies_and_force, energies_table,
                                           generalized_force)
-from raisimcli.physics.step.implicit import implicit_diagonal
 from raisimcli.physics.step.joint_rows import JointRowTable
 from raisimcli.physics.step.solver import DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE
 from raisimcli.physics.step.stage import Stage
@@ -209,9 +208,6 @@ class ArticulatedSystem:
         self.joint_wrenches = None  # JointWrenches of the last step, when computed
         self._idyn = None
 
-        # the implicit diagonal w, recomputed only when its inputs change (Integration Steps 1, 7)
-        self._w = None
-        self._w_key = None
         self._spring_vectors()
 
         self._constraints_from_model()
@@ -224,7 +220,8 @@ class ArticulatedSystem:
         self._pd_error: np.ndarray | None = np.zeros(nv)
         self._stage = None  # quantities of integrate1, used by integrate2
         # the step modules' arrays of this system that live from step to step (their scratch,
-        # their plans), by module: step/lean.py's "lean", step/alone.py's "plan"
+        # their plans), by module: step/lean.py's "lean" and "explicit", step/alone.py's
+        # "plan"
         self.step_scratch: dict = {}
 
     # ============================================================================================
@@ -239,11 +236,10 @@ class ArticulatedSystem:
         return a
 
     def invalidate(self) -> None:
-        """Forget everything derived from the state (M, h, kinematics, the implicit diagonal,
-        an integrate1 not followed by integrate2), after the state was set from a record, and
-        the step modules' scratch with their copies of the model's constant arrays (made again
-        at the next step)."""
-        self._w_key = None
+        """Forget everything derived from the state (M, h, kinematics, an integrate1 not
+        followed by integrate2), after the state was set from a record, and the step modules'
+        scratch with their copies of the model's constant arrays (made again at the next
+        step)."""
         self._stage = None
         self.step_scratch.clear()
         self._touched()
@@ -542,7 +538,7 @@ class ArticulatedSystem:
         """Spec step 1's kinematics at the current state, for a step: (the upper triangle of
         Pinocchio's M, Pinocchio's h at the system's gravity, u_pin, R). M is the M_pin that
         get_mass_matrix has computed at this state (a log's kinetic energy, a controller's
-        reads), h the h_pin of _step_nonlinearities or of get_nonlinearities when T = I, else
+        reads), h the h_pin of get_nonlinearities when T = I, else
         crba's and nonLinearEffects' run here: read them, never write them. Either way a pass
         of Pinocchio has run at this state, whose joint placements body_placements() composes
         (_joint_jacobians)."""
@@ -585,7 +581,7 @@ class ArticulatedSystem:
         Without a floating or spherical joint, h is Pinocchio's nonLinearEffects. With one, h =
         T (h_pin + M_pin c) (raisimcli.physics.conventions), computed here as T rnea(q_pin,
         u_pin, c): Pinocchio's inverse dynamics at the acceleration c, one pass without M. The
-        step forms the same sum from nonLinearEffects and crba's M_pin (_step_nonlinearities);
+        step forms the same sum from nonLinearEffects and crba's M_pin (step/lean.py's _stage);
         the two agree to rounding."""
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
         b = g.tobytes()  # (h's key in the cache: cheaper than a tuple of its three numbers)
@@ -609,21 +605,6 @@ class ArticulatedSystem:
             _getter_rotated(h, gs.table)
         cache["pass"] = True  # (its joint placements: _joint_jacobians)
         cache[b] = h
-        return h
-
-    def _step_nonlinearities(self) -> np.ndarray:
-        """h at the world's gravity as the steps form it, T (h_pin + M_pin c) from Pinocchio's
-        nonLinearEffects h_pin and crba's M_pin (the quick and lean steps' formula, in
-        step/lean.py's _stage): the general path's (_explicit_stage)."""
-        if self.conv.identity:
-            return self.get_nonlinearities()
-        cache = self._cache
-        h = cache.get("h_step")
-        if h is None:
-            self.get_mass_matrix()
-            _, h_pin, u_pin, R = self.pinocchio_dynamics()
-            cache["h_pin"] = (self._gravity.tobytes(), h_pin)
-            h = cache["h_step"] = self.conv.nonlinearities(R, h_pin, cache["M_pin"], u_pin)
         return h
 
     def sync_gravity(self, g: np.ndarray) -> None:
@@ -813,18 +794,6 @@ class ArticulatedSystem:
             return self.kp, self.kd
         return self._zero_gains, self._zero_gains
 
-    def _implicit_diagonal(self, dt: float) -> np.ndarray:
-        """w, updated only when dt, the control mode, the gains, the damping or the springs
-        changed (Integration Steps 1 and 7)."""
-        kp, kd = self.gains()
-        key = (dt, self.control_mode, kp.tobytes(), kd.tobytes(), self.b_joint.tobytes(),
-               self.k_s.tobytes())
-        if key != self._w_key:
-            self._w = implicit_diagonal(dt, self.b_joint, self.transmission.output_damping, kd,
-                                        kp, self.k_s)
-            self._w_key = key
-        return self._w
-
     def load_point_world(self, load: PointLoad) -> tuple[int, np.ndarray]:
         """(body, world point) where a load acts: its point (link frame) or the body's COM, at
         the kinematics of the current state (call kinematics() first)."""
@@ -862,30 +831,6 @@ class ArticulatedSystem:
             J_lin, J_rot = self.point_jacobians(body, p)
             tau += matmul((J_rot if load.is_torque else J_lin).T, load.vector)
         return tau
-
-    def _explicit_stage(self, q, u, dt):
-        """Spec steps 1-4 without impulses at the state (q, u): returns the pieces of the step.
-        The caller has set the kinematics to (q, u)."""
-        kp, kd = self.gains()
-        M = self.get_mass_matrix()
-        h = self._step_nonlinearities()
-        # a floating base has no PD gains and no springs: its error is not needed
-        q_err = self.conv.difference(q, self.q_ref, floating=False) if self.control_mode == \
-            PD_PLUS_FEEDFORWARD_TORQUE else np.zeros(self.nv)
-        tau_act, act_state = actuator_torques(self.transmission, self.tau_a, u,
-                                              self.motor_region_enforced)
-        spring_err = self.conv.difference(q, self.spring_rest, floating=False) \
-            if self.springs else np.zeros(self.nv)
-        tau_ext = self.external_generalized_force()
-        w = self._implicit_diagonal(dt)
-        # steps 1, 3 and u* in one compiled pass (step/fused.py)
-        tau_cmd, b, factor, u_star = explicit_pass(
-            dt, kp, kd, q_err, self.u_ref, u, self.tau_ff, self.tau_lower, self.tau_upper,
-            self.b_joint, self.transmission.output_damping, tau_act, self.k_s, spring_err,
-            tau_ext, w, M, h, self.model.dof_names)
-        return Stage(M=M, h=h, q_err=q_err, tau_cmd=tau_cmd, tau_act=tau_act,
-                     act_state=act_state, spring_err=spring_err, tau_ext=tau_ext, b=b,
-                     factor=factor, u_star=u_star, kp=kp, kd=kd)
 
     def effective_scheme(self) -> str:
         """The scheme this step uses after the replacement rules of spec step 6."""
@@ -945,23 +890,14 @@ class ArticulatedSystem:
         self._stage = (dt, self._state_version)
 
     def integrate2(self, dt: float, contacts=()) -> None:
-        """Integration Steps 7-12: command, actuators, explicit torque, free velocity, impulse
-        solver, velocity and position integration, torque decomposition. A system alone solves
-        its joint rows; World.integrate2 solves every system's rows and the contacts together."""
+        """Integration Steps 7-12 of this system alone with `contacts` (a ContactSet, none by
+        default): command, actuators, explicit torque, free velocity, impulse solver, velocity
+        and position integration, torque decomposition. World.integrate2 solves every system's
+        rows and the contacts together."""
         from raisimcli.physics.contact_set import EMPTY_CONTACTS
-        from raisimcli.physics.step.world_step import integrate2_systems
-        integrate2_systems([self], dt, contacts if len(contacts) else EMPTY_CONTACTS)
-
-    def prepare_step(self, dt: float) -> Stage:
-        """Steps 7-9 and the free velocity u* of step 4, and the joint rows that act."""
-        if self._stage != (dt, self._state_version):
-            self.integrate1(dt)
-        s = self._explicit_stage(self.q, self.u, dt)
-        s.joint_rows = self.joint_rows.rows(self.q, s.u_star, dt)
-        s.u_free = s.u_star  # the solver's starting velocity: u*, or u_0 with constraints
-        if self.constraints:
-            eliminate(self, s, dt)
-        return s
+        from raisimcli.physics.step.lean import step_alone
+        self._stage = None
+        step_alone(self, dt, contacts if len(contacts) else EMPTY_CONTACTS)
 
     def finish_step(self, dt: float, s: Stage, u_solved: np.ndarray, impulse_by_source: dict,
                 point_loads: list, iterations: int, in_contact: bool) -> None:
@@ -1102,12 +1038,13 @@ class ArticulatedSystem:
         ks_u, ks_a, ks_k, rows = [], [], [], []
         y0 = conv.local_velocity(q0, u_start)    # the velocity variable of the tableau
         q_stage, y_stage = q0, y0
+        from raisimcli.physics.step.lean import explicit_stage
         s = None
         for k in range(4):
             u_stage = conv.world_velocity(q_stage, y_stage)
             self.q, self.u = q_stage, u_stage  # M, h and loads are evaluated at the stage
             self._touched()
-            s = self._explicit_stage(q_stage, u_stage, dt)
+            s = explicit_stage(self, dt)
             a = conv.local_velocity(q_stage, (s.u_star - u_stage) / dt)
             theta = stage_h[k] * ks_k[-1] if k else np.zeros(self.nv)
             rate = conv.local_rate(theta, y_stage)  # d theta / dt of the stage

@@ -14,7 +14,6 @@ from raisimcli.physics.articulated_system import ArticulatedSystem
 from raisimcli.physics.contact_set import EMPTY_CONTACTS
 from raisimcli.physics.contact_world import ContactWorld
 from raisimcli.physics.step import lean
-from raisimcli.physics.step.world_step import integrate2_world
 
 
 class World:
@@ -29,8 +28,6 @@ class World:
         self._contacts = EMPTY_CONTACTS  # the step's ContactSet (the `contacts` property)
         self._detect_at = None  # integrate1's coordinates, until its contacts are detected
         self._warm_start: Mapping = {}  # the last step's impulses by row key (WarmStart)
-        self.lean = True  # whether integrate() may take step.lean's path (tests compare both)
-        self.quick = True  # whether step.lean may take step.quick's (tests compare both)
         self._integrate1_at = None  # _structure() when integrate1 ran (see integrate2)
 
     @property
@@ -177,46 +174,45 @@ class World:
             self._contacts, self._detect_at = None, [(s, s.q) for s in self.systems]
         else:
             self.contacts = EMPTY_CONTACTS
-        self._integrate1_at = self._structure() if self.lean else None
+        self._integrate1_at = self._structure()
 
     def integrate2(self) -> None:
         """Integration Steps 7-12: the systems' rows and the contacts, one impulse problem per
         island of robots in contact with each other.
 
         When nothing but the commands changed since integrate1 (a controller between them sets
-        torques, targets, gains, loads; it may read anything), the step is taken as integrate()
-        takes it (step/lean.py, with the M and h read at integrate1's state; its detection finds
-        integrate1's contacts again), with the same bits as the general path below
-        (tests/test_lean.py); the step's contacts, with their impulses, are then a new
-        ContactSet (`contacts`). A state set, a time step, gravity or a contact set-up changed
-        since integrate1: the general path."""
+        torques, targets, gains, loads; it may read anything), the step is integrate()'s, with
+        the M and h read at integrate1's state; its detection finds integrate1's contacts again.
+        When a state, the time step, gravity or a contact set-up changed since integrate1, the
+        step starts from the systems' current state with the contacts detected at integrate1's
+        coordinates (`contacts`)."""
         at, self._integrate1_at = self._integrate1_at, None
-        if self.lean and self.systems and at is not None and at == self._structure():
-            for s in self.systems:
-                s.end_integrate1()
-            self.integrate()  # (lean.step's, now that no integrate1 is pending)
-            return
-        self._warm_start = integrate2_world(self.systems, self.dt, self.contacts,
-                                            self._warm_start)
+        unchanged = at is not None and at == self._structure()
         for s in self.systems:
-            s.last_contacts = self.contacts
+            s.end_integrate1()
+        if self.systems and unchanged:
+            self.integrate()
+            return
+        contacts = self.contacts
+        self._warm_start = lean.step_with(self, contacts, self._warm_start)
+        for s in self.systems:
+            s.last_contacts = contacts
         self.step_count += 1
 
     def integrate(self) -> None:
-        """One step: integrate1 then integrate2, taken with fewer calls as the same step
-        (raisimcli.physics.step.lean) unless the user's integrate1 has run."""
-        if self.lean:
-            done = lean.step(self, self._warm_start)  # (None while an integrate1 is pending)
-            if done is not None:
-                contacts, self._warm_start = done
-                self._contacts, self._detect_at = contacts, None  # (the `contacts` setter's)
-                self._integrate1_at = None
-                for s in self.systems:
-                    s.last_contacts = contacts
-                self.step_count += 1
-                return
-        self.integrate1()
-        self.integrate2()
+        """One step: integrate1 then integrate2, taken as one (raisimcli.physics.step.lean)
+        unless the user's integrate1 has run."""
+        done = lean.step(self, self._warm_start)  # (None while an integrate1 is pending)
+        if done is None:
+            self.integrate1()
+            self.integrate2()
+            return
+        contacts, self._warm_start = done
+        self._contacts, self._detect_at = contacts, None  # (the `contacts` setter's)
+        self._integrate1_at = None
+        for s in self.systems:
+            s.last_contacts = contacts
+        self.step_count += 1
 
     def _structure(self) -> tuple:
         """What integrate1's results depend on besides the commands: the time step, gravity,

@@ -50,28 +50,48 @@ IMPULSES = ("joint_friction", "joint_limits", "contacts", "constraints")
 
 class SideBySide:
     """A World and the reference's robots for its systems. The world's solver is set to a
-    tolerance of 1e-14 and a cap of 10,000 sweeps, so that its impulses are the converged ones
-    to well below the comparison's tolerance (an impulse's uncertainty is divided by dt in its
-    torque row): the tolerance is a setting of the solver, not of the step's semantics."""
+    tolerance of 1e-14 and a cap of 10,000 sweeps, so that its impulses are the converged ones to
+    well below the comparison's tolerance (an impulse's uncertainty is divided by dt in its
+    torque row): the tolerance is a setting of the solver, not of the step's semantics. With
+    `every_step` False, only for the steps compared (from `inputs` to `check`), the others keeping
+    the systems' own settings: cheaper where the solver would hit its cap at every step, but a
+    solve from a loose warm start may then not reach 1e-14 (a standing quadruped)."""
 
-    def __init__(self, world):
+    def __init__(self, world, every_step: bool = True):
         self.world = world
         self.robots = [ref.Robot(s.model) for s in world.systems]
-        for s in world.systems:
-            s.solver_tolerance, s.solver_max_iterations = 1e-14, 10000
+        self.own = None if every_step else [(s.solver_tolerance, s.solver_max_iterations)
+                                            for s in world.systems]
+        if every_step:
+            for s in world.systems:
+                s.solver_tolerance, s.solver_max_iterations = 1e-14, 10000
 
     def inputs(self) -> list:
+        """The reference's inputs of the next step, read from the world; its solver set tight
+        for the step."""
+        for s in self.world.systems:
+            s.solver_tolerance, s.solver_max_iterations = 1e-14, 10000
         return [ref.inputs_of(s) for s in self.world.systems]
 
     def check(self, inputs: list, what: str) -> bool:
         """Compare the world's last step, taken from `inputs`, with the reference's step from
         them. Returns False (nothing compared) when a system's solver stopped at its sweep cap:
-        its impulses are then the last sweep's, not the solution the reference converges to."""
+        its impulses are then the last sweep's, not the solution the reference converges to; or
+        when the reference's solver, started from the world's impulses, stops at its own cap (a
+        problem so badly conditioned that neither answer is known to the tolerance)."""
         w = self.world
-        if any(s.solver_iterations >= s.solver_max_iterations for s in w.systems):
+        capped = any(s.solver_iterations >= s.solver_max_iterations for s in w.systems)
+        for s, (tolerance, cap) in zip(w.systems, self.own or ()):
+            s.solver_tolerance, s.solver_max_iterations = tolerance, cap
+        if capped:
             return False
         contacts = contacts_of(w)
-        r = ref.step(self.robots, inputs, w.dt, w.gravity, contacts)
+        # (the reference's solver starts from the world's contact impulses: see ref.step)
+        start = np.array(w.contacts.impulse) if contacts else None
+        try:
+            r = ref.step(self.robots, inputs, w.dt, w.gravity, contacts, start)
+        except ref.NotConverged:
+            return False
         for s, x, res in zip(w.systems, inputs, r.systems):
             where = f"{what}: {s.name} ({res.scheme})"
             close(s.u, res.u, f"{where}: u")

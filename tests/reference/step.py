@@ -435,10 +435,15 @@ def normal_target(distance, params, vn, dt) -> float:
 def solve_contact(G, v0, tn, mu) -> np.ndarray:
     """One contact's impulse given the others (Hwangbo et al. 2018, docs/contacts.md): none if it
     separates; the sticking impulse if it lies in the cone; else the impulse on the cone's surface
-    that meets the normal target with the tangential velocity opposite its tangential part."""
+    that meets the normal target with the tangential velocity opposite its tangential part. A
+    contact whose tangential directions the mechanism cannot move along (G singular: two
+    sliders pressed together) sticks with the least-norm impulse."""
     if v0[2] >= tn:
         return np.zeros(3)
-    lam = np.linalg.solve(G, np.array([0.0, 0.0, tn]) - v0)
+    try:
+        lam = np.linalg.solve(G, np.array([0.0, 0.0, tn]) - v0)
+    except np.linalg.LinAlgError:
+        lam = np.linalg.lstsq(G, np.array([0.0, 0.0, tn]) - v0, rcond=None)[0]
     if lam[2] >= 0 and np.hypot(lam[0], lam[1]) <= mu * lam[2]:
         return lam
 
@@ -471,11 +476,17 @@ def solve_contact(G, v0, tn, mu) -> np.ndarray:
     return best
 
 
-def solve_rows(rows: list[Row], u_free, response, tolerance=1e-14, max_sweeps=20000):
+class NotConverged(AssertionError):
+    """The reference's solver stopped at its sweep cap: its impulses are not an answer."""
+
+
+def solve_rows(rows: list[Row], u_free, response, tolerance=1e-14, max_sweeps=5000,
+               start=None):
     """Block Gauss-Seidel over the rows until no row's velocity changes by more than
     `tolerance` times the largest row velocity or target (at least 1): (impulses per row,
     u_next). A row that cannot move (its diagonal of the Delassus matrix at most 1e-20 of the
-    largest; for a contact its normal's) gets none."""
+    largest; for a contact its normal's) gets none. `start`: the impulses to start from, per
+    row (zeros by default)."""
     if not rows:
         return [], u_free.copy()
     J = np.vstack([r.J for r in rows])
@@ -483,7 +494,7 @@ def solve_rows(rows: list[Row], u_free, response, tolerance=1e-14, max_sweeps=20
     G = J @ response
     v_free = J @ u_free
     tolerance *= max(1.0, np.max(np.abs(v_free)), max(abs(r.target) for r in rows))
-    lam = np.zeros(J.shape[0])
+    lam = np.zeros(J.shape[0]) if start is None else np.concatenate(start).astype(float)
     scale = np.max(np.diag(G))
     for _ in range(max_sweeps):
         change = 0.0
@@ -507,7 +518,7 @@ def solve_rows(rows: list[Row], u_free, response, tolerance=1e-14, max_sweeps=20
         if change <= tolerance:
             break
     else:
-        raise AssertionError("the reference solver did not converge")
+        raise NotConverged(f"the reference solver did not converge in {max_sweeps} sweeps")
     return [lam[starts[k]:starts[k + 1]] for k in range(len(rows))], u_free + response @ lam
 
 
@@ -572,13 +583,17 @@ def effective_scheme(x: Inputs) -> str:
     return x.scheme
 
 
-def step(robots: list[Robot], inputs: list[Inputs], dt: float, gravity, contacts=()) -> WorldResult:
+def step(robots: list[Robot], inputs: list[Inputs], dt: float, gravity, contacts=(),
+         start=None) -> WorldResult:
     """One step of a world: spec steps 1-6 for each system, their joint rows, constraints and
     the contacts solved as one impulse problem over the stacked velocities.
 
     `contacts`: per contact (system index A, body A, system index B or None, body B, point (3,),
     frame (3, 3) with columns t1, t2, n (n from B to A), distance, params (mu, restitution,
-    threshold, erp, slop)), as detected at the step's start."""
+    threshold, erp, slop)), as detected at the step's start. `start`: each contact's impulse
+    (world frame) that the solver starts from, zeros by default: a solution is a fixed point of
+    the sweep, so a start at the answer costs one sweep, and a start away from it converges to
+    the same answer (the velocity, and the impulses when unique) as from zero."""
     offsets = np.cumsum([0] + [r.nv for r in robots])
     N = offsets[-1]
     parts = [explicit(r, x, x.q, x.u, dt, gravity) for r, x in zip(robots, inputs)]
@@ -620,7 +635,10 @@ def step(robots: list[Robot], inputs: list[Inputs], dt: float, gravity, contacts
                         contact=c))
     J_rows = np.vstack([r.J for r in rows]) if rows else np.zeros((0, N))
     response = A_inv @ J_rows.T
-    impulses, u_solved = solve_rows(rows, u_free, response)
+    row_start = None if start is None else [
+        np.zeros(r.J.shape[0]) if r.contact is None else contacts[r.contact][5].T @ start[r.contact]
+        for r in rows]
+    impulses, u_solved = solve_rows(rows, u_free, response, start=row_start)
     G = J_rows @ response
     unique = not rows or np.linalg.matrix_rank(G, tol=1e-9 * np.max(np.abs(G))) == len(G)
 

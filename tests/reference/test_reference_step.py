@@ -10,6 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
+from cases import CASES, before_step, setup
 from conftest import SCENARIOS, SHIPPED, robot
 from raisimcli.model import load_urdf
 from raisimcli.physics import SCHEMES, World
@@ -179,3 +180,76 @@ def test_the_quadruped_landing_under_each_scheme_steps_as_the_reference(scheme):
         w.integrate()
         compared += side.check(inputs, f"step {k}")
     assert len(w.contacts) and compared >= 60
+
+
+# what each case of tests/cases.py must have shown by its last step or at some step (so that the
+# comparison covered it): contacts at once, robots touching each other, constraint impulses
+_SHOWN = {"drop": lambda w, most: len(w.contacts) == 4,
+          "box_tilted": lambda w, most: most >= 2, "can_tilted": lambda w, most: most >= 2,
+          "can_upright": lambda w, most: most == 4, "plate": lambda w, most: most == 4,
+          "three_apart": lambda w, most: len(w.contacts) == 8,
+          "hand_on_ground": lambda w, most: most >= 3,
+          "quadruped_onto_a_step": lambda w, most: {c.name_b for c in w.get_contacts()} >=
+          {"step", "ground"},
+          "self_collision": lambda w, most: len(w.contacts) > 0,
+          "arm_on_ground": lambda w, most: most >= 2}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_kind_of_world_steps_as_the_reference(case):
+    """400 steps of each world of tests/cases.py (falls, impacts, standing, sliding, islands
+    that form, loads set for some steps, a state saved and restored at step 200), the first
+    three steps and every 40th compared with the reference; steps whose solver stopped at its
+    cap are not compared (at most a third)."""
+    w = World(0.001)
+    setup(case, w)
+    side = SideBySide(w)
+    compared = checked = most = 0
+    for k in range(400):
+        before_step(case, k, w)
+        inputs = side.inputs() if k < 3 or k % 40 == 0 else None
+        w.integrate()
+        if inputs is not None:
+            checked += 1
+            compared += side.check(inputs, f"{case} step {k}")
+        most = max(most, len(w.contacts))
+        if k == 200:
+            w.set_state(w.get_state())
+    assert compared >= 2 * checked // 3, f"{case}: only {compared} of {checked} steps compared"
+    assert _SHOWN.get(case, lambda w, most: True)(w, most), case
+
+
+def _controller(w, k):
+    """A controller between integrate1 and integrate2: it reads the step's M, h and contacts
+    and sets torques, now and then gains and loads."""
+    for r in w.systems:
+        M, h = r.get_mass_matrix(), r.get_nonlinearities()
+        r.set_generalized_force(0.01 * h + 0.001 * M.sum(axis=1))
+        if k % 40 == 20:
+            r.set_pd_gains(np.full(r.nv, 100.0 + k), np.full(r.nv, 5.0))
+        if k % 30 < 5:
+            r.set_external_force(r.model.links[-1].name, [0.0, 2.0, 1.0])
+    if k % 2:
+        w.get_contacts()
+
+
+@pytest.mark.parametrize("case", ["drop", "arm_torque_mode", "three_apart", "fourbar",
+                                  "box_on_incline", "self_collision", "arm_rk4", "spherical",
+                                  "gripper"])
+def test_a_controller_between_integrate1_and_integrate2_steps_as_the_reference(case):
+    """World.integrate1, a controller that reads M, h and the contacts and sets commands, then
+    World.integrate2: the step takes the controller's commands (every 15th step compared)."""
+    w = World(0.001)
+    setup(case, w)
+    side = SideBySide(w)
+    compared = checked = 0
+    for k in range(150):
+        before_step(case, k, w)
+        w.integrate1()
+        _controller(w, k)
+        inputs = side.inputs() if k % 15 == 0 else None
+        w.integrate2()
+        if inputs is not None:
+            checked += 1
+            compared += side.check(inputs, f"{case} step {k}")
+    assert compared >= 2 * checked // 3, f"{case}: only {compared} of {checked} steps compared"

@@ -12,11 +12,10 @@ import numpy as np
 from numba import types
 
 from raisimcli.jit import ArrayTable, kernel, span, table_view
-from raisimcli.linalg import Cholesky, _cho_solve, _cholesky, _quadratic
+from raisimcli.linalg import _cho_solve, _cholesky, _quadratic
 from raisimcli.physics.conventions import _mass_matrix
 from raisimcli.physics.step.actuators import _actuators
 from raisimcli.physics.step.command import pd_command
-from raisimcli.physics.step.implicit import Factorized
 
 
 @kernel
@@ -129,17 +128,3 @@ def _energies_and_force(M_upper, R, M_pin, M, u, com, g, q_err, stall, mass, fla
                        span(commands, c[6], c[7]), span(commands, c[8], c[9]),
                        span(commands, c[10], c[11]),
                        scratch, span(out, 2, out.shape[0]))
-
-
-def explicit_pass(dt: float, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out,
-                  tau_act, k_s, spring_err, tau_ext, w, M, h, dof_names=None):
-    """(tau_cmd, b_joint + b_out, Factorized(M + diag(w)), u*) of the step, for (nv,) float64
-    arrays; a non-positive-definite M~ raises as Factorized does."""
-    n = u.shape[0]
-    tau_cmd, b, u_star = np.empty(n), np.empty(n), np.empty(n)
-    M_tilde, L = np.empty((n, n)), np.zeros((n, n))
-    info = _explicit_pass(float(dt), kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint,
-                          b_out, tau_act, k_s, spring_err, tau_ext, w, M, h, tau_cmd, b,
-                          np.empty((n, 1)), M_tilde, L, np.empty((n, 1)), u_star)
-    factor = Factorized(M_tilde, dof_names, Cholesky.of_factor(L, info))
-    return tau_cmd, b, factor, u_star

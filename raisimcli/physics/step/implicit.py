@@ -1,4 +1,5 @@
-"""Spec step 4, first part: the implicit diagonal w and the factorisation of M~ = M + diag(w)."""
+"""Spec step 4, first part: the implicit weight w of a DoF and the factorisation of
+M~ = M + diag(w)."""
 
 from __future__ import annotations
 
@@ -12,21 +13,8 @@ from raisimcli.linalg import Cholesky
 def implicit_weight(dt, b, kd, kp, k_s):
     """One DoF's entry of the implicit diagonal: w = dt/2 (b + k_d) + dt^2/4 (k_p + k_s), with
     b = b_joint + b_out; the gains are 0 outside PD mode. The one place of this rule: the step's
-    loops and implicit_diagonal call it."""
+    loops call it."""
     return 0.5 * dt * (b + kd) + 0.25 * dt * dt * (kp + k_s)
-
-
-@kernel
-def _implicit_diagonal(dt, b_joint, b_out, kd, kp, k_s, w):
-    for i in range(w.shape[0]):
-        w[i] = implicit_weight(dt, b_joint[i] + b_out[i], kd[i], kp[i], k_s[i])
-
-
-def implicit_diagonal(dt: float, b_joint, b_out, kd, kp, k_s) -> np.ndarray:
-    """w (nv,): implicit_weight of each DoF."""
-    w = np.empty(b_joint.shape[0])
-    _implicit_diagonal(float(dt), b_joint, b_out, kd, kp, k_s, w)
-    return w
 
 
 # the names of a floating joint's linear DoFs end so (RobotModel.dof_names; a spherical joint has

@@ -208,50 +208,51 @@ def step(world, warm_start):
     WarmStart of their impulses for the next step), or None, changing nothing, when the world
     has no robot or a robot's integrate1 has run (World.integrate1 and integrate2 take the step
     then). A robot that touches no other robot is stepped by _alone; robots in contact with each
-    other form an island of the general path (step/world_step.py), which computes their M and h
-    again."""
+    other form an island of step/world_step.py's impulse problem."""
     systems = world.systems
-    if len(systems) == 1:  # (integrate2_world's one island, without its grouping)
+    if not systems or any(s.integrate1_pending for s in systems):
+        return None
+    if len(systems) == 1:
         s = systems[0]
-        if s.integrate1_pending:
-            return None
-        if world.quick and (not s.constraints or s.mimics_only() is not None):  # (loops:
-            # the lean path's)
+        if not s.constraints or s.mimics_only() is not None:  # (loops: this module's)
             done = quick.step(world, s, warm_start)
             if done is not None:
                 return done
-        cw = world.contact_world
-        dynamics = s.pinocchio_dynamics()  # (spec step 1's kinematics)
-        contacts = cw.detect() if cw.active else EMPTY_CONTACTS
-        return contacts, _alone(s, world.dt, contacts, warm_start, *dynamics)
-    for s in systems:
-        if s.integrate1_pending:
-            return None
-    if not systems:
-        return None
-    dt = world.dt
-    cw = world.contact_world
-    if world.quick:
+    else:
         done = quick.step_apart(world, warm_start)
         if done is not None:
             return done
-    pinocchio = {}  # id(system) -> what _dynamics gives
-    for s in world.systems:
-        pinocchio[id(s)] = s.pinocchio_dynamics()
-    apart = cw.detect_apart() if cw.active else None
-    if apart is not None:  # robots on the ground, none near another: each one on its own
-        part_of = {id(rs.system): part for rs, part in zip(cw.robots, apart)}
-        parts = [_alone(s, dt, part_of[id(s)], warm_start, *pinocchio[id(s)])
-                 for s in world.systems]
-        return ContactSet.joined(apart), WarmStart.of_parts(parts)
+    cw = world.contact_world
+    pinocchio = {id(s): s.pinocchio_dynamics() for s in systems}  # (spec step 1's kinematics)
+    if len(systems) > 1:
+        apart = cw.detect_apart() if cw.active else None
+        if apart is not None:  # robots on the ground, none near another: each one on its own
+            part_of = {id(rs.system): part for rs, part in zip(cw.robots, apart)}
+            parts = [_alone(s, world.dt, part_of[id(s)], warm_start, *pinocchio[id(s)])
+                     for s in systems]
+            return ContactSet.joined(apart), WarmStart.of_parts(parts)
     contacts = cw.detect() if cw.active else EMPTY_CONTACTS
+    return contacts, _islands(world, contacts, warm_start, pinocchio)
+
+
+def step_with(world, contacts, warm_start) -> WarmStart:
+    """Steps 1-12 of the world's robots from their current state with the given contacts (those
+    World.integrate1 detected, when a state was set between it and World.integrate2)."""
+    return _islands(world, contacts, warm_start,
+                    {id(s): s.pinocchio_dynamics() for s in world.systems})
+
+
+def _islands(world, contacts, warm_start, pinocchio) -> WarmStart:
+    """Each island of robots in contact with each other stepped on its own (_alone for a robot
+    that touches no other), from Pinocchio's results `pinocchio` (by id of the system)."""
+    dt = world.dt
 
     def island(systems, dt, part, warm_start):
         if len(systems) == 1:
             return _alone(systems[0], dt, part, warm_start, *pinocchio[id(systems[0])])
         stages = [_lean_stage(s, dt, *pinocchio[id(s)]) for s in systems]
-        return integrate2_systems(systems, dt, part, warm_start, stages=stages)
-    return contacts, integrate2_world(world.systems, dt, contacts, warm_start, island)
+        return integrate2_systems(systems, dt, part, warm_start, stages)
+    return integrate2_world(world.systems, dt, contacts, warm_start, island)
 
 
 def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
@@ -261,7 +262,7 @@ def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
     if can_go_alone((s,), (st,), contacts):  # (with an elimination too, beside other rows)
         return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
     if contacts:  # its own bodies touching
-        return integrate2_systems([s], dt, contacts, warm_start, stages=[st])
+        return integrate2_systems([s], dt, contacts, warm_start, [st])
     return _without_rows(s, st, dt)
 
 
@@ -293,14 +294,31 @@ def _without_rows(s, st: Stage, dt) -> WarmStart:
     return WarmStart([], np.zeros(0))
 
 
-def _lean_stage(s, dt, upper, h_pin, u_pin, R) -> Stage:
-    """ArticulatedSystem.prepare_step of system s from Pinocchio's M (`upper`) and h at the
-    step's start: steps 1-3 and u* (_stage), the joint rows that act and, with loop or mimic
-    constraints, their elimination. The Stage and its arrays are s's scratch (_Scratch), but
-    for those that outlive the step (q_err, the actuators' state), made anew."""
-    ws = s.step_scratch.get("lean")
+def step_alone(s, dt, contacts) -> None:
+    """Steps 1-12 of system s alone, from its current state, with `contacts` (a ContactSet with
+    s's contacts only): ArticulatedSystem.integrate2."""
+    _alone(s, dt, contacts, None, *s.pinocchio_dynamics())
+
+
+def explicit_stage(s, dt) -> Stage:
+    """Spec steps 1-3 and u* at the system's current state, in a scratch of their own (a
+    RUNGE_KUTTA_4 stage): the step's Stage stays as it is. The arrays the caller keeps are
+    copies."""
+    st = _lean_stage(s, dt, *s.pinocchio_dynamics(), scratch="explicit")
+    return Stage(M=None, h=None, q_err=None, tau_cmd=st.tau_cmd.copy(), tau_act=st.tau_act,
+                 act_state=st.act_state, spring_err=st.spring_err.copy(),
+                 tau_ext=st.tau_ext.copy(), b=st.b.copy(), factor=None, u_star=st.u_star.copy(),
+                 kp=st.kp, kd=st.kd)
+
+
+def _lean_stage(s, dt, upper, h_pin, u_pin, R, scratch="lean") -> Stage:
+    """Steps 1-3 and u* of system s (_stage) from Pinocchio's M (`upper`) and h at its state,
+    with the joint rows that act and, with loop or mimic constraints, their elimination. The
+    Stage and its arrays are s's scratch (_Scratch, by the name `scratch`), but for those that
+    outlive the step (q_err, the actuators' state), made anew."""
+    ws = s.step_scratch.get(scratch)
     if ws is None:
-        ws = s.step_scratch["lean"] = _Scratch(s)
+        ws = s.step_scratch[scratch] = _Scratch(s)
     conv, nv, q, u = s.conv, s.nv, s.q, s.u
     # steps 1-3 and u* (ArticulatedSystem._explicit_stage), and the joint rows' states
     flags, tr, st = ws.flags, s.transmission, ws.stage

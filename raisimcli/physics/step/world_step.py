@@ -52,13 +52,12 @@ def islands(systems, contacts) -> list[tuple[list, list | None]]:
     return list(groups.values())
 
 
-def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
-                     warm_start: Mapping | None = None, island=None) -> WarmStart:
+def integrate2_world(systems, dt: float, contacts: ContactSet, warm_start: Mapping | None,
+                     island) -> WarmStart:
     """Steps 7-12 for a world: every island solved on its own (see islands), its contacts'
     results written into `contacts`. Returns the impulses by row key of all of them, for the
     next step's warm start. `island(systems, dt, contacts, warm_start)` solves one island
-    (integrate2_systems; step/lean.py gives its own)."""
-    island = island or integrate2_systems
+    (step/lean.py's)."""
     groups = islands(systems, contacts)
     if len(groups) == 1:
         return island(groups[0][0], dt, contacts, warm_start)
@@ -77,13 +76,11 @@ def integrate2_world(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
     return WarmStart.of_parts(parts)
 
 
-def integrate2_systems(systems, dt: float, contacts: ContactSet = EMPTY_CONTACTS,
-                       warm_start: Mapping | None = None, stages: list | None = None) -> WarmStart:
+def integrate2_systems(systems, dt: float, contacts: ContactSet, warm_start: Mapping | None,
+                       stages: list) -> WarmStart:
     """Steps 7-12 for `systems` with `contacts` (a ContactSet, see raisimcli.physics.contact_set),
-    whose results it fills. Returns the impulses by row key, for the next step's warm start.
-    `stages`: the systems' ArticulatedSystem.prepare_step, when the caller has made them."""
-    if stages is None:
-        stages = [s.prepare_step(dt) for s in systems]
+    whose results it fills, from their stages (step/lean.py's _lean_stage). Returns the impulses
+    by row key, for the next step's warm start."""
     if can_go_alone(systems, stages, contacts):  # the common case (step/alone.py)
         return WarmStart(*integrate2_alone(systems[0], stages[0], dt, contacts, warm_start))
     offsets = [0]
