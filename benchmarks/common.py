@@ -38,7 +38,7 @@ def pinocchio_floor_us(system, repeat: int = 7, number: int = 2000) -> float:
 # times one by one
 STEP_KERNELS = (("raisimcli.physics.conventions", "_pin_inputs"),
                 ("raisimcli.physics.ground", "_near_ground"),
-                ("raisimcli.physics.step.lean", "_stage"),
+                ("raisimcli.physics.step.explicit", "_stage"),
                 ("raisimcli.physics.step.alone", "_impulse_step"),
                 ("raisimcli.physics.step.quick", "_quick"))
 PINOCCHIO_CALLS = ("crba", "nonLinearEffects", "computeJointJacobians", "forwardKinematics",

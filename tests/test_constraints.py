@@ -417,7 +417,7 @@ def test_the_constraint_report_is_each_constraint_s_axes_times_its_impulses():
     # constraint_impulses: per pin or equality, its world axes^T times its rows' impulses (the
     # sum over the axes in their order, from 0.0, written out here), and (lambda, 0, 0) for a
     # mimic; constraint_errors: its rows' errors then zeros. The four-bar's pin and two
-    # equalities (two axes and one), under PD through the lean path (the compiled report),
+    # equalities (two axes and one), under PD through the pipeline (the compiled report),
     # compared at every step
     w = World(0.001)
     r = w.add_articulated_system(load_urdf(robot("fourbar.urdf")))
@@ -428,7 +428,7 @@ def test_the_constraint_report_is_each_constraint_s_axes_times_its_impulses():
     r.set_pd_target(q_ref, np.zeros(r.nv))
     for _ in range(50):
         w.integrate()
-        st = r.step_scratch["lean"].stage
+        st = r.step_scratch["stage"].stage
         lam, e = st.elimination.impulses_solved, st.elimination.e_all
         assert len(st.constraint_spans) == len(r.constraints) == 3
         for c, (r0, r1, axes, _) in enumerate(st.constraint_spans):

@@ -10,7 +10,7 @@ from conftest import assert_close, robot
 from newton_euler import body_momenta, check_newton_euler
 from raisimcli.model import load_urdf, load_urdf_string
 from raisimcli.physics import World
-from raisimcli.physics.step import lean
+from raisimcli.physics.step.explicit import make_stage
 
 G = 9.81
 
@@ -1285,7 +1285,7 @@ def test_contact_rows_after_joint_rows_are_the_two_stacked():
     for _ in range(300):  # settle onto the feet
         w.integrate()
     w.integrate1()
-    stage = lean._lean_stage(r, w.dt, *r.pinocchio_dynamics())
+    stage = make_stage(r, w.dt, *r.pinocchio_dynamics())
     joint = stage.joint_rows
     assert joint.m and w.contacts
     args = (w.contacts, [r], {id(r): 0}, [0, r.nv], r.nv, w.dt, r.u)

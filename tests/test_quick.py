@@ -125,8 +125,8 @@ def test_the_logs_contact_columns_of_blocks_and_of_arrays_mixed_in_a_chunk():
 
 
 def test_a_step_it_declines_changes_nothing(monkeypatch):
-    """When the compiled call hands the step to lean.step (a plate thinner than 2 mm near the
-    ground, coal's), the state is untouched and the next steps go to lean.step for a while."""
+    """When the compiled call hands the step to pipeline.step (a plate thinner than 2 mm near the
+    ground, coal's), the state is untouched and the next steps go to pipeline.step for a while."""
     w = World(0.001)
     _setup("plate", w)
     s = w.systems[0]

@@ -12,7 +12,7 @@ from models import slider_urdf, wheel_urdf, world_with
 from raisimcli.errors import RaisimcliError
 from raisimcli.model import load_urdf
 from raisimcli.physics import World
-from raisimcli.physics.step import lean
+from raisimcli.physics.step import pipeline
 
 
 def quadruped_world(dt=0.001):
@@ -647,9 +647,9 @@ def test_integrate2_takes_the_whole_step_unless_more_than_commands_changed(monke
     changed since integrate1, integrate2 steps from the current state with integrate1's
     contacts."""
     taken, given = [], []
-    real, real_with = lean.step, lean.step_with
-    monkeypatch.setattr(lean, "step", lambda *a: taken.append(1) or real(*a))
-    monkeypatch.setattr(lean, "step_with", lambda *a: given.append(1) or real_with(*a))
+    real, real_with = pipeline.step, pipeline.step_with
+    monkeypatch.setattr(pipeline, "step", lambda *a: taken.append(1) or real(*a))
+    monkeypatch.setattr(pipeline, "step_with", lambda *a: given.append(1) or real_with(*a))
     w = World(0.001)
     r = arm(w)
     w.integrate()

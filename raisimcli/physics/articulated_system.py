@@ -26,11 +26,10 @@ from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_c
                                            _getter_inputs, _getter_mass, _getter_rotated,
                                            _rotate_columns)
 from raisimcli.physics.pinocchio_views import checked_placements
+from raisimcli.physics.readings import _energies_and_force, energies_table, generalized_force
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
 from raisimcli.physics.step.contact_rows import _point_jacobian
 from raisimcli.physics.step.decomposition import TorqueTable, torque_table
-from raisimcli.physics.step.fused import (_energies_and_force, energies_table,
-                                          generalized_force)
 from raisimcli.physics.step.joint_rows import JointRowTable
 from raisimcli.physics.step.solver import DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE
 from raisimcli.physics.step.stage import Stage
@@ -220,8 +219,8 @@ class ArticulatedSystem:
         self._pd_error: np.ndarray | None = np.zeros(nv)
         self._stage = None  # quantities of integrate1, used by integrate2
         # the step modules' arrays of this system that live from step to step (their scratch,
-        # their plans), by module: step/lean.py's "lean" and "explicit", step/alone.py's
-        # "plan"
+        # their plans), by module: step/explicit.py's "stage" and "explicit",
+        # step/alone.py's "plan", step/quick.py's "quick"
         self.step_scratch: dict = {}
 
     # ============================================================================================
@@ -581,7 +580,7 @@ class ArticulatedSystem:
         Without a floating or spherical joint, h is Pinocchio's nonLinearEffects. With one, h =
         T (h_pin + M_pin c) (raisimcli.physics.conventions), computed here as T rnea(q_pin,
         u_pin, c): Pinocchio's inverse dynamics at the acceleration c, one pass without M. The
-        step forms the same sum from nonLinearEffects and crba's M_pin (step/lean.py's _stage);
+        step forms the same sum from nonLinearEffects and crba's M_pin (step/explicit.py's _stage);
         the two agree to rounding."""
         g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
         b = g.tobytes()  # (h's key in the cache: cheaper than a tuple of its three numbers)
@@ -871,7 +870,7 @@ class ArticulatedSystem:
 
     def end_integrate1(self) -> None:
         """Forget that integrate1 ran (its M and h stay cached for the state): the step is
-        taken by World.integrate2's whole step (step/lean.py), which makes its own stages."""
+        taken by World.integrate2's whole step (step/pipeline.py), which makes its own stages."""
         self._stage = None
 
     @property
@@ -895,7 +894,7 @@ class ArticulatedSystem:
         and position integration, torque decomposition. World.integrate2 solves every system's
         rows and the contacts together."""
         from raisimcli.physics.contact_set import EMPTY_CONTACTS
-        from raisimcli.physics.step.lean import step_alone
+        from raisimcli.physics.step.pipeline import step_alone
         self._stage = None
         step_alone(self, dt, contacts if len(contacts) else EMPTY_CONTACTS)
 
@@ -1038,7 +1037,7 @@ class ArticulatedSystem:
         ks_u, ks_a, ks_k, rows = [], [], [], []
         y0 = conv.local_velocity(q0, u_start)    # the velocity variable of the tableau
         q_stage, y_stage = q0, y0
-        from raisimcli.physics.step.lean import explicit_stage
+        from raisimcli.physics.step.explicit import explicit_stage
         s = None
         for k in range(4):
             u_stage = conv.world_velocity(q_stage, y_stage)

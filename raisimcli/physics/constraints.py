@@ -147,7 +147,7 @@ def mimic_plan(constraints: list) -> tuple | None:
 def eliminate(system, stage, dt: float) -> None:
     """The elimination of `system`'s loop and mimic constraints for the step whose `stage`
     (its factor and u*) is made: stage.elimination, constraint_spans, and u_free = u_0 (what
-    ArticulatedSystem.prepare_step and the lean step both do). Mimics alone: their rows and
+    step/explicit.py's make_stage does). Mimics alone: their rows and
     the elimination in one compiled call (Elimination.of_mimics)."""
     beta_ = beta(system.constraint_erp, dt)
     mimics = system.mimics_only()

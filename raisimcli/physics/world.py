@@ -13,7 +13,7 @@ from raisimcli.model.types import ROBOT_NAME, ROBOT_NAME_RULE
 from raisimcli.physics.articulated_system import ArticulatedSystem
 from raisimcli.physics.contact_set import EMPTY_CONTACTS
 from raisimcli.physics.contact_world import ContactWorld
-from raisimcli.physics.step import lean
+from raisimcli.physics.step import pipeline
 
 
 class World:
@@ -194,15 +194,15 @@ class World:
             self.integrate()
             return
         contacts = self.contacts
-        self._warm_start = lean.step_with(self, contacts, self._warm_start)
+        self._warm_start = pipeline.step_with(self, contacts, self._warm_start)
         for s in self.systems:
             s.last_contacts = contacts
         self.step_count += 1
 
     def integrate(self) -> None:
-        """One step: integrate1 then integrate2, taken as one (raisimcli.physics.step.lean)
+        """One step: integrate1 then integrate2, taken as one (raisimcli.physics.step.pipeline)
         unless the user's integrate1 has run."""
-        done = lean.step(self, self._warm_start)  # (None while an integrate1 is pending)
+        done = pipeline.step(self, self._warm_start)  # (None while an integrate1 is pending)
         if done is None:
             self.integrate1()
             self.integrate2()

@@ -20,8 +20,8 @@ class Transmission:
     (n_act,) gear ratio, stall torque K_t V_bus / R, back-EMF damping K_t / (R K_v) and peak torque
     (motor side). `output_damping`, `output_friction`: (nv,) b_out and tau_c,out of each actuated
     joint. `T`, `gear`, `peak`, `output_damping`, `output_friction` and the back-EMF damping are
-    never written after loading: the lean and quick steps keep copies of them (step/lean.py's
-    _Scratch, step/quick.py's QuickScratch); whatever changes them must call the system's
+    never written after loading: the steps keep copies of them (step/explicit.py's
+    StageScratch, step/quick.py's QuickScratch); whatever changes them must call the system's
     `invalidate()`, which drops those copies. The stall torques change with the bus voltage
     (set_bus_voltage makes them again): the steps read them as they are at each step."""
 

@@ -1,7 +1,7 @@
 """Spec step 1 for one DoF: the command, clamped to the actuation limits.
 
 This is the one place of the PD law. Every loop that needs a command calls it: the step's explicit
-pass (step/fused.py) and get_generalized_force.
+pass (step/explicit.py) and get_generalized_force (readings.py).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ class JointRowTable:
     1-DoF joints; `lower`, `upper`, `vmax`, `friction`: (k,) each. A row's key (its identity for
     the next step's warm start) is (system name, kind, joint): it names the robot, because two
     robots of one URDF have joints of the same names. The arrays are never written after
-    loading: the lean and quick steps keep copies of them (step/lean.py's _Scratch,
+    loading: the steps keep copies of them (step/explicit.py's StageScratch,
     step/quick.py's QuickScratch); whatever changes them must call the system's `invalidate()`,
     which drops those copies."""
 

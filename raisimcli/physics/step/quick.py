@@ -2,12 +2,10 @@
 Pinocchio's (spec Integration Steps 1-12): World.integrate's most common case, without the
 records the other paths hand from stage to stage.
 
-step/lean.py takes such a step as four compiled calls with Python between them: the ground query
-(ContactWorld.detect), the stage (lean._stage), the joint rows' Rows record of the joints' states,
-the warm start looked up by row key, and the impulse step (alone._impulse_step). `_quick` calls
-the same compiled functions in the same order on the same inputs, so every result has the same
-bits (tests/test_quick.py compares the two paths step by step); what it saves is the Python
-between them and most of their arguments:
+Its stages are those of step/pipeline.py: the ground query, the stage (explicit._stage), the
+joint rows of the joints' states, the warm start, and the impulse step (alone._impulse_step),
+called in one compiled function; what it saves is the Python between them and most of their
+arguments. tests/reference/ compares its steps with the plain reference:
 
 - the joint rows are made in the compiled call from the joints' states, as JointRowTable._build
   makes them (position limits, velocity limits, then friction, each in joint order);
@@ -34,9 +32,9 @@ constrained solve of _impulse_step; their impulses and errors go into OF
 limit, no joint friction) takes u* (u_0 with mimics) as u_{t+1}, as ArticulatedSystem.finish_step
 does. Otherwise, or when the compiled call finds what only the other path handles (a shape near
 the ground that coal must answer: a box under 2 mm; M~ not positive definite), it returns None
-and lean.step takes the step from the start: Pinocchio's results are recomputed, with the same
-bits. After such a step the next `_BACK_OFF` steps go to lean.step directly (a robot whose plate
-rests on the ground would otherwise pay for both paths at every step).
+and pipeline.step takes the step from the start: Pinocchio's results are recomputed. After such
+a step the next `_BACK_OFF` steps go to pipeline.step directly (a robot whose plate rests on the
+ground would otherwise pay for both at every step).
 """
 
 from __future__ import annotations
@@ -59,10 +57,10 @@ from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance, _advance
 from raisimcli.physics.step.contact_solver import SCALAR
 from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.joint_rows import ABOVE, BELOW, FAST_UP, FREE
-from raisimcli.physics.step.lean import PD_PLUS_FEEDFORWARD_TORQUE, _stage, stage_constants
+from raisimcli.physics.step.explicit import PD_PLUS_FEEDFORWARD_TORQUE, _stage, stage_constants
 from raisimcli.physics.step.solver import WarmStart
 
-_BACK_OFF = 50  # steps taken by lean.step after the compiled call declined one
+_BACK_OFF = 50  # steps taken by pipeline.step after the compiled call declined one
 _POOL = 4  # the sets of result arrays a robot keeps for reuse (QuickScratch.results)
 _KINDS = ("position_limit", "velocity_limit", "friction")  # the joint rows' kinds, by code
 _SOURCES = ("joint_limits", "joint_friction", "contacts")  # the row sources, in row order
@@ -159,7 +157,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
                                   height, margin, ground_params, bounds, row, patches)
         if others:
             return FOR_COAL, 0, 0, 0, 0
-    # spec steps 1-3 and u* (lean._stage), with the flags lean._lean_stage sets
+    # spec steps 1-3 and u* (explicit._stage), with the flags explicit.make_stage sets
     for i in range(4):
         stage_I[1 + i] = (flags >> i) & 1
     stage_I[5] = 0
@@ -522,7 +520,7 @@ class QuickScratch:
                     (self.QF, _FLOATS), (s.commands, _FLOATS), (jr.states, _STATES),
                     (rs.packed_I if rs is not None else self.QI, _INTS),
                     (rs.packed_F if rs is not None else self.QF, _FLOATS)])
-            except TypeError:  # (views of Pinocchio's data of other kinds: lean.step's)
+            except TypeError:  # (views of Pinocchio's data of other kinds: pipeline.step's)
                 self.eligible = False
         # the record of a step's results in OF (ArticulatedSystem.end_step's) but OF, by the mask
         # of the sources with impulses (record_part)
@@ -753,7 +751,7 @@ def _log_columns(blocks: np.ndarray, n: int) -> tuple:
 
 def step(world, s, warm_start):
     """The step of a world whose one robot is s, when the quick step applies (the module's
-    docstring): returns (the step's ContactSet, its WarmStart), or None when lean.step must take
+    docstring): returns (the step's ContactSet, its WarmStart), or None when pipeline.step must take
     it; then nothing of the state has changed."""
     cw = world.contact_world
     robots = cw.robots
@@ -767,8 +765,8 @@ def step(world, s, warm_start):
 def step_apart(world, warm_start):
     """The step of a world of several robots on the ground, each touching nothing but it (the
     case of ContactWorld.detect_apart), each robot's by the compiled call: returns (the step's
-    ContactSet, its WarmStart), or None when lean.step must take it (then nothing of the state
-    has changed, and the next _BACK_OFF steps go to lean.step)."""
+    ContactSet, its WarmStart), or None when pipeline.step must take it (then nothing of the state
+    has changed, and the next _BACK_OFF steps go to pipeline.step)."""
     cw = world.contact_world
     robots, systems = cw.robots, world.systems
     if cw.ground_height is None or cw.static or len(robots) != len(systems):
@@ -797,7 +795,7 @@ def step_apart(world, warm_start):
             return ContactSet.joined([done[id(rs.system)][0] for rs in robots]), \
                 ApartWarmStart({key: part for key, (_, part) in done.items()},
                                [done[id(s)][1] for s in systems])
-    for s in systems:  # lean.step takes it from the start, and the next steps
+    for s in systems:  # pipeline.step takes it from the start, and the next steps
         s.forget_joint_jacobians()
     scratch["quick_apart"] = _BACK_OFF
     return None
@@ -806,7 +804,7 @@ def step_apart(world, warm_start):
 def _run(world, s, rs, warm_start, bounds, row, alone=True):
     """The compiled call for robot s (its shapes rs, or None without the ground; the box of
     its shapes into row `row` of `bounds`), or None when it did not take the step (and, for a
-    robot `alone` in its world, the next _BACK_OFF steps go to lean.step; step_apart keeps the
+    robot `alone` in its world, the next _BACK_OFF steps go to pipeline.step; step_apart keeps the
     count for several). A robot `alone`: its results then become its state (_commit's result).
     Else (step_apart's robots): (s, its QuickScratch, the results OF and OI, its shapes, what
     the call returned), with nothing of the state changed, for _commit once every robot's call
@@ -862,7 +860,7 @@ def _run(world, s, rs, warm_start, bounds, row, alone=True):
                     OF, OI, qs.MI, qs.MF)
     if detect:
         rs.poses_written()
-    if answer[0] != DONE:  # lean.step takes it from the start (its computeJointJacobians too)
+    if answer[0] != DONE:  # pipeline.step takes it from the start (its computeJointJacobians too)
         s.forget_joint_jacobians()
         if alone:
             qs.back_off = _BACK_OFF

@@ -57,7 +57,7 @@ def integrate2_world(systems, dt: float, contacts: ContactSet, warm_start: Mappi
     """Steps 7-12 for a world: every island solved on its own (see islands), its contacts'
     results written into `contacts`. Returns the impulses by row key of all of them, for the
     next step's warm start. `island(systems, dt, contacts, warm_start)` solves one island
-    (step/lean.py's)."""
+    (step/pipeline.py's)."""
     groups = islands(systems, contacts)
     if len(groups) == 1:
         return island(groups[0][0], dt, contacts, warm_start)
@@ -79,7 +79,7 @@ def integrate2_world(systems, dt: float, contacts: ContactSet, warm_start: Mappi
 def integrate2_systems(systems, dt: float, contacts: ContactSet, warm_start: Mapping | None,
                        stages: list) -> WarmStart:
     """Steps 7-12 for `systems` with `contacts` (a ContactSet, see raisimcli.physics.contact_set),
-    whose results it fills, from their stages (step/lean.py's _lean_stage). Returns the impulses
+    whose results it fills, from their stages (step/explicit.py's make_stage). Returns the impulses
     by row key, for the next step's warm start."""
     if can_go_alone(systems, stages, contacts):  # the common case (step/alone.py)
         return WarmStart(*integrate2_alone(systems[0], stages[0], dt, contacts, warm_start))

@@ -1,10 +1,6 @@
-"""Spec steps 1, 3 and the first part of step 4 of one system in one compiled pass: the clamped
-command, the explicit torque, M~ = M + diag(w), its Cholesky factor and the free velocity u*.
-
-The command is command.pd_command's (the PD law's one place); the explicit torque is
-tau_exp = tau_cmd - (b_joint + b_out) u_t + tau_act + k_s (q_s - q_t) + J^T F_ext, and
-u* = u_t + dt M~^-1 (tau_exp - h). tests/reference/ compares the step with a plain reference.
-"""
+"""What the getters and the log read between steps, compiled: get_generalized_force (the clamped
+command of spec step 1, command.pd_command's, plus the actuators' torque of step 2 at the current
+state), and the log's energies and force in one pass with the mass matrix."""
 
 from __future__ import annotations
 
@@ -12,32 +8,10 @@ import numpy as np
 from numba import types
 
 from raisimcli.jit import ArrayTable, kernel, span, table_view
-from raisimcli.linalg import _cho_solve, _cholesky, _quadratic
+from raisimcli.linalg import _quadratic
 from raisimcli.physics.conventions import _mass_matrix
 from raisimcli.physics.step.actuators import _actuators
 from raisimcli.physics.step.command import pd_command
-
-
-@kernel
-def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out, tau_act,
-                   k_s, spring_err, tau_ext, w, M, h, tau_cmd, b, rhs, M_tilde, L, x, u_star):
-    n = u.shape[0]
-    for i in range(n):
-        c = pd_command(kp[i], kd[i], q_err[i], u_ref[i], u[i], tau_ff[i], lower[i], upper[i])
-        tau_cmd[i] = c
-        b[i] = b_joint[i] + b_out[i]
-        tau_exp = c - (b_joint[i] + b_out[i]) * u[i] + tau_act[i] + k_s[i] * spring_err[i] + \
-            tau_ext[i]
-        rhs[i, 0] = tau_exp - h[i]
-    for i in range(n):  # M + np.diag(w): the off-diagonal entries plus 0.0
-        for j in range(n):
-            M_tilde[i, j] = M[i, j] + (w[i] if i == j else 0.0)
-    info = _cholesky(M_tilde, L)
-    if info == 0:
-        _cho_solve(L, rhs, x)
-        for i in range(n):
-            u_star[i] = u[i] + dt * x[i, 0]
-    return info
 
 
 @kernel

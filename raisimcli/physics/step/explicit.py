@@ -1,31 +1,14 @@
-"""One whole step (spec Integration Steps 1-12) of a world whose robots need none of the general
-path's bookkeeping: World.integrate's common case, with the fewest calls from Python.
+"""Spec steps 1-3 and the first part of step 4 of one system: the clamped command (step 1), the
+actuators (step 2), the explicit torque (step 3), M~ = M + diag(w), its Cholesky factor and the
+free velocity u* (step 4), after Pinocchio's crba and nonLinearEffects at the system's state; and
+the joints' states that decide their rows.
 
-The general path (World.integrate1 then integrate2) goes through the kinematics adapter's
-caches, ArticulatedSystem.prepare_step and its Stage records. Here the same compiled loops and
-Pinocchio calls run in the same order on the same inputs, so every result has the same bits
-(tests/test_lean.py runs both paths side by side and compares the logs byte for byte); what is
-saved is the Python between them: per-system scratch is made once, and M and h in our
-conventions, the PD error, the actuators, the implicit diagonal, the explicit pass and the joint
-rows' states are one compiled call (_stage).
-
-It applies unless World.integrate1 has run (`step` then returns None); World.integrate2 then
-takes it too when nothing but commands changed since integrate1 (a controller between them),
-reusing the M and h a controller read at that state (ArticulatedSystem.pinocchio_dynamics). Each
-robot that touches no other robot is stepped on its own (_alone) from the stage made here (the
-loads set for the step included; with loop or mimic constraints, their elimination made as
-ArticulatedSystem.prepare_step makes it): by step/alone.py's call when it has rows besides the
-constraints' and its contacts are all with the static world (the ground, static boxes),
-RUNGE_KUTTA_4's four stages then run by ArticulatedSystem.finish_step from the impulses; by
-finish_step from the solver's start when it has no row but the constraints' (_without_rows); by
-the general path's impulse problem (integrate2_systems) with contacts between its own bodies
-(self-collision). Robots in contact with each other form an island whose impulse problem the
-general path solves (step/world_step.py) from their stages made here.
-
-Before any of that, `step` offers the step to step/quick.py (unless World.quick is off): a
-robot alone whose contacts can only be with the ground, or several such robots apart, take the
-whole step there in one compiled call each, with the same bits; this module takes the step when
-quick.py declines it.
+The command is command.pd_command's (the PD law's one place), w is implicit.implicit_weight's;
+the explicit torque is tau_exp = tau_cmd - (b_joint + b_out) u_t + tau_act + k_s (q_s - q_t) +
+J^T F_ext, and u* = u_t + dt M~^-1 (tau_exp - h). `make_stage` makes a system's Stage with it,
+the joint rows that act and, with loop or mimic constraints, their elimination; the step's
+pipeline (step/pipeline.py) and the quick step (step/quick.py, which calls _stage inside its own
+compiled call) both use it. tests/reference/ compares the step with a plain reference.
 """
 
 from __future__ import annotations
@@ -33,31 +16,47 @@ from __future__ import annotations
 import numpy as np
 
 from raisimcli.jit import carve, kernel, span
-from raisimcli.linalg import Cholesky
+from raisimcli.linalg import Cholesky, _cho_solve, _cholesky
 from raisimcli.physics.commands import COMMANDS
 from raisimcli.physics.constraints import eliminate
-from raisimcli.physics.contact_set import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.conventions import _mass_matrix, _nonlinearities, _one_dof_difference
 from raisimcli.physics.step.actuators import ActuatorState, _actuators
-from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance_constrained, can_go_alone, \
-    integrate2_alone
-from raisimcli.physics.step.decomposition import _row_names
-from raisimcli.physics.step.fused import _explicit_pass
+from raisimcli.physics.step.command import pd_command
 from raisimcli.physics.step.implicit import Factorized, implicit_weight
 from raisimcli.physics.step.joint_rows import _states
-from raisimcli.physics.step.solver import WarmStart
 from raisimcli.physics.step.stage import Stage
-from raisimcli.physics.step.world_step import integrate2_systems, integrate2_world
 
 PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
-_CONSTRAINED_ROWS = _row_names(("constraints",))  # the table's rows when only constraints act
+
+
+@kernel
+def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b_out, tau_act,
+                   k_s, spring_err, tau_ext, w, M, h, tau_cmd, b, rhs, M_tilde, L, x, u_star):
+    n = u.shape[0]
+    for i in range(n):
+        c = pd_command(kp[i], kd[i], q_err[i], u_ref[i], u[i], tau_ff[i], lower[i], upper[i])
+        tau_cmd[i] = c
+        b[i] = b_joint[i] + b_out[i]
+        tau_exp = c - (b_joint[i] + b_out[i]) * u[i] + tau_act[i] + k_s[i] * spring_err[i] + \
+            tau_ext[i]
+        rhs[i, 0] = tau_exp - h[i]
+    for i in range(n):  # M + np.diag(w): the off-diagonal entries plus 0.0
+        for j in range(n):
+            M_tilde[i, j] = M[i, j] + (w[i] if i == j else 0.0)
+    info = _cholesky(M_tilde, L)
+    if info == 0:
+        _cho_solve(L, rhs, x)
+        for i in range(n):
+            u_star[i] = u[i] + dt * x[i, 0]
+    return info
+
 
 
 @kernel
 def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, F, q_err, act,
            states):
     """Spec steps 1-3 and u* of step 4 after Pinocchio's crba (M_upper) and nonLinearEffects
-    (h_pin): the loops of ArticulatedSystem._explicit_stage in its order. The robot's constant
+    (h_pin): the loops of the spec's steps 1-4 in order. The robot's constant
     arrays come packed (_Scratch's layout; fewer arguments cost less to pass): `I` holds the
     flags, then where each index array starts in I (block_u, floating_u, one_dof_q, one_dof_u of
     the conventions, the joint rows' qidx and idx, the starts of the views of `commands`, and the
@@ -72,7 +71,7 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     h (Conventions.nonlinearities; h_pin as it is when T = I), q_err and spring_err
     (Conventions.difference without quaternions; 0 outside PD mode and without springs), the
     actuators' w_m, lo, hi, commanded, applied, tau_act end to end in `act` (actuator_torques;
-    tau_act 0 without actuators), w (implicit_diagonal), then step/fused.py's pass and each
+    tau_act 0 without actuators), w (implicit_diagonal), then _explicit_pass and each
     joint's state (joint_rows._states). Returns the Cholesky factor's info (0: M~ positive
     definite)."""
     n = u.shape[0]
@@ -172,7 +171,7 @@ def stage_constants(s) -> tuple[np.ndarray, np.ndarray]:
     return I, C
 
 
-class _Scratch:
+class StageScratch:
     """One system's arrays that no step result outlives (each is written before it is read in a
     step), and its Stage and factor, refilled at each step."""
 
@@ -203,122 +202,25 @@ class _Scratch:
                            u_free=self.u_star)
 
 
-def step(world, warm_start):
-    """World.integrate(): steps the world's robots and returns (the step's ContactSet, the
-    WarmStart of their impulses for the next step), or None, changing nothing, when the world
-    has no robot or a robot's integrate1 has run (World.integrate1 and integrate2 take the step
-    then). A robot that touches no other robot is stepped by _alone; robots in contact with each
-    other form an island of step/world_step.py's impulse problem."""
-    systems = world.systems
-    if not systems or any(s.integrate1_pending for s in systems):
-        return None
-    if len(systems) == 1:
-        s = systems[0]
-        if not s.constraints or s.mimics_only() is not None:  # (loops: this module's)
-            done = quick.step(world, s, warm_start)
-            if done is not None:
-                return done
-    else:
-        done = quick.step_apart(world, warm_start)
-        if done is not None:
-            return done
-    cw = world.contact_world
-    pinocchio = {id(s): s.pinocchio_dynamics() for s in systems}  # (spec step 1's kinematics)
-    if len(systems) > 1:
-        apart = cw.detect_apart() if cw.active else None
-        if apart is not None:  # robots on the ground, none near another: each one on its own
-            part_of = {id(rs.system): part for rs, part in zip(cw.robots, apart)}
-            parts = [_alone(s, world.dt, part_of[id(s)], warm_start, *pinocchio[id(s)])
-                     for s in systems]
-            return ContactSet.joined(apart), WarmStart.of_parts(parts)
-    contacts = cw.detect() if cw.active else EMPTY_CONTACTS
-    return contacts, _islands(world, contacts, warm_start, pinocchio)
-
-
-def step_with(world, contacts, warm_start) -> WarmStart:
-    """Steps 1-12 of the world's robots from their current state with the given contacts (those
-    World.integrate1 detected, when a state was set between it and World.integrate2)."""
-    return _islands(world, contacts, warm_start,
-                    {id(s): s.pinocchio_dynamics() for s in world.systems})
-
-
-def _islands(world, contacts, warm_start, pinocchio) -> WarmStart:
-    """Each island of robots in contact with each other stepped on its own (_alone for a robot
-    that touches no other), from Pinocchio's results `pinocchio` (by id of the system)."""
-    dt = world.dt
-
-    def island(systems, dt, part, warm_start):
-        if len(systems) == 1:
-            return _alone(systems[0], dt, part, warm_start, *pinocchio[id(systems[0])])
-        stages = [_lean_stage(s, dt, *pinocchio[id(s)]) for s in systems]
-        return integrate2_systems(systems, dt, part, warm_start, stages)
-    return integrate2_world(world.systems, dt, contacts, warm_start, island)
-
-
-def _alone(s, dt, contacts, warm_start, upper, h_pin, u_pin, R) -> WarmStart:
-    """Steps 1-12 of system s, which touches no other robot (`contacts`: its own), from
-    Pinocchio's M (`upper`) and h at the step's start: returns the WarmStart of its rows."""
-    st = _lean_stage(s, dt, upper, h_pin, u_pin, R)
-    if can_go_alone((s,), (st,), contacts):  # (with an elimination too, beside other rows)
-        return WarmStart(*integrate2_alone(s, st, dt, contacts, warm_start))
-    if contacts:  # its own bodies touching
-        return integrate2_systems([s], dt, contacts, warm_start, [st])
-    return _without_rows(s, st, dt)
-
-
-def _without_rows(s, st: Stage, dt) -> WarmStart:
-    """Steps 7-12 of system s alone without any row but its constraints' (no contact, no joint
-    at a limit, no joint friction): what integrate2_systems gives then, without its rows'
-    bookkeeping. The solver has no row, so u_{t+1} is its start u_free (solve_impulses' copy:
-    u*, or u_0 with constraints), and the constraints' impulses are lambda_0 (no impulse to
-    recover them from: Elimination.response of no row). With constraints, finish_step's
-    impulses, integration and table are one compiled call (alone._advance_constrained), then
-    its constraint report and end_step; their scheme is never RUNGE_KUTTA_4 (spec step 6 makes
-    it SEMI_IMPLICIT while a robot has constraints: effective_scheme)."""
-    elim = st.elimination
-    if elim is None:
-        s.finish_step(dt, st, st.u_free.copy(), {}, [], 0, False)
-        return WarmStart([], np.zeros(0))
-    scheme = s.effective_scheme()
-    start_pin = s.pinocchio_inputs() if s.compute_inverse_dynamics else None
-    u_next, q_next, table = st.u_free.copy(), np.empty(s.nq), np.empty((_TABLE_ROWS, s.nv))
-    integ, integ_at = s.conv.integration_packed
-    _advance_constrained(elim.EF, elim.EI, s.q, s.u, u_next, float(dt), _U_BAR[scheme], integ_at,
-                         integ, st.tau_cmd, st.kp, st.kd, st.b, st.tau_act, s.k_s,
-                         st.spring_err, st.tau_ext, np.empty(4 * s.nv + elim.k), q_next, table)
-    point_loads = s.constraint_report(st, dt, elim.impulses_solved)
-    torque = dict(zip(_CONSTRAINED_ROWS, table))
-    torque["total"] = table[-1]
-    s.end_step(dt, st.q_err, q_next, u_next, torque, st.act_state, point_loads, 0, False,
-               start_pin)
-    return WarmStart([], np.zeros(0))
-
-
-def step_alone(s, dt, contacts) -> None:
-    """Steps 1-12 of system s alone, from its current state, with `contacts` (a ContactSet with
-    s's contacts only): ArticulatedSystem.integrate2."""
-    _alone(s, dt, contacts, None, *s.pinocchio_dynamics())
-
-
 def explicit_stage(s, dt) -> Stage:
     """Spec steps 1-3 and u* at the system's current state, in a scratch of their own (a
     RUNGE_KUTTA_4 stage): the step's Stage stays as it is. The arrays the caller keeps are
     copies."""
-    st = _lean_stage(s, dt, *s.pinocchio_dynamics(), scratch="explicit")
+    st = make_stage(s, dt, *s.pinocchio_dynamics(), scratch="explicit")
     return Stage(M=None, h=None, q_err=None, tau_cmd=st.tau_cmd.copy(), tau_act=st.tau_act,
                  act_state=st.act_state, spring_err=st.spring_err.copy(),
                  tau_ext=st.tau_ext.copy(), b=st.b.copy(), factor=None, u_star=st.u_star.copy(),
                  kp=st.kp, kd=st.kd)
 
 
-def _lean_stage(s, dt, upper, h_pin, u_pin, R, scratch="lean") -> Stage:
+def make_stage(s, dt, upper, h_pin, u_pin, R, scratch="stage") -> Stage:
     """Steps 1-3 and u* of system s (_stage) from Pinocchio's M (`upper`) and h at its state,
     with the joint rows that act and, with loop or mimic constraints, their elimination. The
-    Stage and its arrays are s's scratch (_Scratch, by the name `scratch`), but for those that
+    Stage and its arrays are s's scratch (StageScratch, by the name `scratch`), but for those that
     outlive the step (q_err, the actuators' state), made anew."""
     ws = s.step_scratch.get(scratch)
     if ws is None:
-        ws = s.step_scratch[scratch] = _Scratch(s)
+        ws = s.step_scratch[scratch] = StageScratch(s)
     conv, nv, q, u = s.conv, s.nv, s.q, s.u
     # steps 1-3 and u* (ArticulatedSystem._explicit_stage), and the joint rows' states
     flags, tr, st = ws.flags, s.transmission, ws.stage
@@ -352,7 +254,3 @@ def _lean_stage(s, dt, upper, h_pin, u_pin, R, scratch="lean") -> Stage:
     if s.constraints:  # loops and mimics: eliminated, as ArticulatedSystem.prepare_step does
         eliminate(s, st, dt)
     return st
-
-
-# last: step/quick.py imports _stage and stage_constants from this module
-from raisimcli.physics.step import quick  # noqa: E402
