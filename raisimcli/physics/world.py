@@ -161,7 +161,7 @@ class World:
 
     def integrate1(self) -> None:
         """Integration Steps 1-6 of every system, then collision detection: its query runs when
-        `contacts` is first read (by the user, or by integrate2's general path), at the
+        `contacts` is first read (by the user, or by integrate2 after a change), at the
         coordinates of now. A controller that reads no contact, followed by integrate2's whole
         step (which detects them in its own query), does not pay for it. A system whose state
         was set since is put back at these coordinates for the query, and the World's set-up

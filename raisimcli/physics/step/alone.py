@@ -1,21 +1,15 @@
 """Steps 7-12 of one robot that touches nothing but the static world (the common case: a robot
 alone, or one of several robots apart): its impulse problem, the integration and the torque
-table in one compiled call.
-
-`_impulse_step` calls the compiled loops of the general path (raisimcli.physics.step.world_step
-and ArticulatedSystem.finish_step) in their order, on the same inputs: the joint rows then the
-contacts' rows (contact_rows), the response M~^-1 J^T, the Delassus matrix and the block
-Gauss-Seidel (solver), the contacts' reports, the generalized impulses by source, the position
-integration of spec step 6 (Conventions.integrate) and the torque table of step 5
-(decomposition.torque_table). So its results have the same bits (a test compares the two paths,
-step by step); it saves the Rows records, the lists, the dicts and most of the arrays that the
-general path makes between those loops, and about a dozen calls from Python. Under
-RUNGE_KUTTA_4 the impulses come from the same call and ArticulatedSystem.finish_step runs the
-four stages. A robot with loop or mimic constraints takes the same call with their elimination
-(constraints.Elimination, made with its stage): the solve then takes the constrained response
-M_c^-1 J^T with u* the elimination's u_0, and the constraints' impulses are recovered after it,
-with the general path's compiled loops (constraints' _response and _recovered) in its order. A
-robot in contact with another robot, or with its own bodies, takes the general path.
+table in one compiled call (`_impulse_step`): the joint rows then the contacts' rows
+(contact_rows), the response M~^-1 J^T, the Delassus matrix and the block Gauss-Seidel (solver),
+the contacts' reports, the generalized impulses by source, the position integration of spec
+step 6 (Conventions.integrate) and the torque table of step 5 (decomposition.torque_table).
+Under RUNGE_KUTTA_4 the impulses come from the same call and ArticulatedSystem.finish_step runs
+the four stages. A robot with loop or mimic constraints takes the same call with their
+elimination (constraints.Elimination, made with its stage): the solve then takes the constrained
+response M_c^-1 J^T with u* the elimination's u_0, and the constraints' impulses are recovered
+after it (constraints' _response and _recovered). A robot in contact with another robot, or
+with its own bodies, takes world_step.integrate2_systems.
 """
 
 from __future__ import annotations

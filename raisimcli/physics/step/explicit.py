@@ -51,13 +51,12 @@ def _explicit_pass(dt, kp, kd, q_err, u_ref, u, tau_ff, lower, upper, b_joint, b
     return info
 
 
-
 @kernel
 def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, F, q_err, act,
            states):
     """Spec steps 1-3 and u* of step 4 after Pinocchio's crba (M_upper) and nonLinearEffects
-    (h_pin): the loops of the spec's steps 1-4 in order. The robot's constant
-    arrays come packed (_Scratch's layout; fewer arguments cost less to pass): `I` holds the
+    (h_pin), in the spec's order. The robot's constant arrays come packed (StageScratch's
+    layout; fewer arguments cost less to pass): `I` holds the
     flags, then where each index array starts in I (block_u, floating_u, one_dof_q, one_dof_u of
     the conventions, the joint rows' qidx and idx, the starts of the views of `commands`, and the
     end), then those arrays; `commands` is the system's (raisimcli.physics.commands, its views in
@@ -71,7 +70,7 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     h (Conventions.nonlinearities; h_pin as it is when T = I), q_err and spring_err
     (Conventions.difference without quaternions; 0 outside PD mode and without springs), the
     actuators' w_m, lo, hi, commanded, applied, tau_act end to end in `act` (actuator_torques;
-    tau_act 0 without actuators), w (implicit_diagonal), then _explicit_pass and each
+    tau_act 0 without actuators), w (implicit_weight), then _explicit_pass and each
     joint's state (joint_rows._states). Returns the Cholesky factor's info (0: M~ positive
     definite)."""
     n = u.shape[0]
@@ -102,7 +101,7 @@ def _stage(dt, I, C, M_upper, h_pin, u_pin, R, q, u, commands, stall, back_emf, 
     vmax = span(C, a + 2 * nj, a + 3 * nj)
     M_pin = carve(F, 0, (n, n))
     a = 2 * n * n  # (F[n n:2 n n] is read by no call since _mass_matrix works in place: the
-    # offsets here, in _Scratch and in step/quick.py keep the slot)
+    # offsets here, in StageScratch and in step/quick.py keep the slot)
     c = span(F, a, a + n)
     rhs = carve(F, a + 3 * n, (n, 1))  # (F[a + n:a + 3 n]: another slot no call reads)
     x = carve(F, a + 4 * n, (n, 1))
@@ -222,7 +221,7 @@ def make_stage(s, dt, upper, h_pin, u_pin, R, scratch="stage") -> Stage:
     if ws is None:
         ws = s.step_scratch[scratch] = StageScratch(s)
     conv, nv, q, u = s.conv, s.nv, s.q, s.u
-    # steps 1-3 and u* (ArticulatedSystem._explicit_stage), and the joint rows' states
+    # steps 1-3 and u*, and the joint rows' states
     flags, tr, st = ws.flags, s.transmission, ws.stage
     pd = s.control_mode == PD_PLUS_FEEDFORWARD_TORQUE
     flags[1], flags[2], flags[3] = pd, bool(s.springs), bool(s.motor_region_enforced)
@@ -234,13 +233,13 @@ def make_stage(s, dt, upper, h_pin, u_pin, R, scratch="stage") -> Stage:
         st.tau_ext[:] = s.external_generalized_force()
     flags[4] = bool(s.pending_loads)
     flags[5] = bool(conv.spherical)
-    if conv.spherical:  # quaternion errors: ArticulatedSystem._explicit_stage's, as it takes them
+    if conv.spherical:  # quaternion errors: Conventions.difference's
         q_err[:] = conv.difference(q, s.q_ref, floating=False) if pd else 0.0
         ws.spring_err[:] = conv.difference(q, s.spring_rest, floating=False) if s.springs \
             else 0.0
     info = _stage(float(dt), ws.I, ws.C, upper, h_pin, u_pin, conv.no_blocks if R is None else R,
                   q, u, s.commands, tr.stall, tr.back_emf, ws.F, q_err, act, jr.states)
-    if info != 0:  # raises the general path's error
+    if info != 0:  # raises the error that names the DoF
         Factorized(ws.M_tilde, s.model.dof_names, Cholesky.of_factor(ws.L, info))
     if ws.n_act:
         n = ws.n_act
@@ -251,6 +250,6 @@ def make_stage(s, dt, upper, h_pin, u_pin, R, scratch="stage") -> Stage:
         st.tau_act, st.act_state = ws.none_acting
     st.q_err, st.kp, st.kd = q_err, kp, kd
     st.joint_rows = jr.rows_of_states(dt)
-    if s.constraints:  # loops and mimics: eliminated, as ArticulatedSystem.prepare_step does
+    if s.constraints:  # loops and mimics: eliminated before the solver
         eliminate(s, st, dt)
     return st
