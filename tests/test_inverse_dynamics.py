@@ -274,7 +274,7 @@ def test_the_compiled_wrench_pass_gives_the_bits_of_pinocchios_accessors(rng, ur
     (raisimcli.physics.pinocchio_views) against the element-by-element path through Pinocchio's
     own SE3.act: the same bits, on random states, accelerations and loads (a force at a link
     point, a torque, and two contact forces at world points, all in one compiled pass)."""
-    from raisimcli.physics.articulated_system import PointLoad
+    from raisimcli.physics.loads import PointLoad
     w = World(0.001)
     s = w.add_articulated_system(load_urdf(robot(urdf)))
     s.set_compute_inverse_dynamics(True)
@@ -313,7 +313,7 @@ def test_the_steps_call_gives_the_bits_of_compute(rng, urdf):
     compiled loop) against compute with the acceleration taken by numpy and turned by
     Conventions.pin_acceleration: the same bits, with and without loads (floating base, fixed
     base, spherical joints)."""
-    from raisimcli.physics.articulated_system import PointLoad
+    from raisimcli.physics.loads import PointLoad
     w = World(0.001)
     s = w.add_articulated_system(load_urdf(robot(urdf)))
     s.set_compute_inverse_dynamics(True)

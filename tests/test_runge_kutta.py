@@ -155,7 +155,7 @@ def test_inverse_dynamics_of_a_runge_kutta_step_is_at_the_steps_start():
     """RK4 evaluates M, h and the loads at four stages; inverse dynamics must still see the
     step's start: a load at a link point acts where that point is at the start. Against a second
     system left at the start state, whose inverse dynamics takes the same acceleration and load."""
-    from raisimcli.physics.articulated_system import PointLoad
+    from raisimcli.physics.loads import PointLoad
     rng = np.random.default_rng(3)
     systems = []
     for _ in range(2):

@@ -1,9 +1,10 @@
-"""ArticulatedSystem: one robot's state, its dynamics in our conventions, and the step of the spec.
+"""ArticulatedSystem: one robot's state, its commands, and the results of its last step.
 
 The state is (q, u) plus the commands (gains, targets, feedforward force, actuator torques, springs,
-damping, external forces); everything else is derived. Rigid-body algorithms are Pinocchio's; the
-conversions to our conventions live in :mod:`raisimcli.physics.conventions`; the stages of the step
-in :mod:`raisimcli.physics.step`.
+damping, external forces); everything else is derived. What the state means in Pinocchio's terms
+(kinematics, M, h, Jacobians) is :mod:`raisimcli.physics.kinematics`; the conversions to our
+conventions :mod:`raisimcli.physics.conventions`; the stages of the step
+:mod:`raisimcli.physics.step`, which read the state here and hand their results to `end_step`.
 """
 
 from __future__ import annotations
@@ -11,28 +12,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
 
 from raisimcli.errors import StateError
-from raisimcli.linalg import FLOAT_MAX, Cholesky, cross, first_beyond, matmul, norm, \
-    quadratic_form
+from raisimcli.linalg import FLOAT_MAX, cross, first_beyond, matmul, norm
 from raisimcli.model import RobotModel, build_pinocchio_model
 from raisimcli.physics.commands import command, command_layout, command_views
-from raisimcli.physics.constraints import _report, mimic_plan, row_plan
-from raisimcli.physics.conventions import (Conventions, GetterScratch, _getter_coordinates,
-                                           _getter_inputs, _getter_mass, _getter_rotated,
-                                           _rotate_columns)
+from raisimcli.physics.constraints import mimic_plan, row_plan
+from raisimcli.physics.conventions import (Conventions, GetterScratch)
+from raisimcli.physics.kinematics import PinocchioAdapter
+from raisimcli.physics.loads import PointLoad
 from raisimcli.physics.pinocchio_views import checked_placements
 from raisimcli.physics.readings import _energies_and_force, energies_table, generalized_force
 from raisimcli.physics.step.actuators import ActuatorState, Transmission, actuator_torques
-from raisimcli.physics.step.contact_rows import _point_jacobian
-from raisimcli.physics.step.decomposition import TorqueTable, torque_table
+from raisimcli.physics.step.decomposition import TorqueTable
 from raisimcli.physics.step.joint_rows import JointRowTable
 from raisimcli.physics.step.solver import DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE
-from raisimcli.physics.step.stage import Stage
 
 FORCE_AND_TORQUE = "FORCE_AND_TORQUE"
 PD_PLUS_FEEDFORWARD_TORQUE = "PD_PLUS_FEEDFORWARD_TORQUE"
@@ -50,37 +47,7 @@ class Spring:
     rest: np.ndarray
 
 
-@dataclass
-class PointLoad:
-    """A force or torque on one step: `vector` (3,) in the world frame (N, or N m when
-    `is_torque`) on `link`'s rigid body, acting at `point` given in the link's frame, at
-    `world_point` given in the world frame (contact and constraint forces), or at the body's COM
-    when both are None. External forces set with set_external_force are these; inverse dynamics
-    takes them with the step's contact forces (ContactLoads)."""
-
-    link: str
-    vector: np.ndarray          # world frame, N or N m
-    point: np.ndarray | None    # in the link frame; None: the COM of the link's body
-    is_torque: bool = False
-    world_point: np.ndarray | None = None  # a world point instead (contact forces)
-
-
-class PointJacobianViews(NamedTuple):
-    """What the compiled point Jacobians read (raisimcli.physics.step.contact_rows), at the
-    current state: `J_world` (6, nv), Pinocchio's data.J (every joint's motion subspace in the
-    world frame, about the world origin); `origins` (njoints, 3), the bodies' world positions;
-    `supports` (njoints, nv), True where a column moves the body; `block_u`, `R`: the rotation
-    blocks of the velocity transform T (none when T = I). Views of Pinocchio's data: read them,
-    never write them."""
-
-    J_world: np.ndarray
-    origins: np.ndarray
-    supports: np.ndarray
-    block_u: np.ndarray
-    R: np.ndarray
-
-
-class ArticulatedSystem:
+class ArticulatedSystem(PinocchioAdapter):
     """A robot in a :class:`World`. Vectors are (nq,) for coordinates and (nv,) for velocities and
     generalized forces, in our joint order (see docs/conventions.md)."""
 
@@ -241,9 +208,11 @@ class ArticulatedSystem:
         step)."""
         self._stage = None
         self.step_scratch.clear()
-        self._touched()
+        self.touched()
 
-    def _touched(self) -> None:
+    def touched(self) -> None:
+        """The state changed (set here, or moved by a RUNGE_KUTTA_4 stage): what was derived
+        from it is computed again when read."""
         self._state_version += 1
         self._cache.clear()
 
@@ -260,11 +229,11 @@ class ArticulatedSystem:
         """Set q (nq,); quaternions are normalised."""
         self.q = self.conv.normalize(self._check(q, self.nq, "generalized coordinate"))
         self.had_contact = False
-        self._touched()
+        self.touched()
 
     def set_generalized_velocity(self, u) -> None:
         self.u = self._check(u, self.nv, "generalized velocity").copy()
-        self._touched()
+        self.touched()
 
     def set_state(self, q, u) -> None:
         self.set_generalized_coordinate(q)
@@ -283,362 +252,6 @@ class ArticulatedSystem:
 
     def get_generalized_coordinate_dim(self) -> int:
         return self.nq
-
-    # ============================================================================================
-    # kinematics (world frame). The kinematics adapter: what contacts, collision, constraints and
-    # inverse dynamics read of a system (pinocchio_inputs, kinematics, pinocchio_data,
-    # placement_views, body_placements, frame_placements, frame_of, point_jacobian_views,
-    # body_of, point_jacobians, load_point_world, load_as_local_force, gravity)
-    # ============================================================================================
-    def pinocchio_inputs(self):
-        """(q_pin, u_pin, R) at the current state: Pinocchio's coordinates and velocity, and the
-        rotation blocks of the velocity transform T of :mod:`raisimcli.physics.conventions`
-        (None when T = I). Read them, never write them, and do not keep them past their state:
-        when Pinocchio's coordinates are ours in our order (a robot without a floating base or
-        spherical joints whose joints Pinocchio orders as we do), q_pin is q itself, and the
-        quick step's are views of two buffers it writes in turn (step/quick.py's
-        QuickScratch)."""
-        if "pin" not in self._cache:
-            if self.conv.identity:
-                self._cache["pin"] = (self.q if self._q_is_pin else
-                                      self.q[self.pinocchio.q_to_pin], self.u, None)
-            else:
-                self._cache["pin"] = self.conv.pin_inputs(self.q, self.u,
-                                                          self.pinocchio.q_to_pin)
-        return self._cache["pin"]
-
-    def kinematics(self):
-        """Forward kinematics (placements and velocities) and frame placements at the current
-        state, into pinocchio_data (once per state); returns pinocchio_inputs()."""
-        if "kin" not in self._cache:
-            q_pin, u_pin, _ = self.pinocchio_inputs()
-            pin.forwardKinematics(self._pm, self._data, q_pin, u_pin)
-            pin.updateFramePlacements(self._pm, self._data)
-            self._cache["kin"] = True
-        return self.pinocchio_inputs()
-
-    @property
-    def pinocchio_data(self):
-        """Pinocchio's data of the step: kinematics() fills its placements and velocities, the
-        step its M, h and joint Jacobians. Read it, never write it."""
-        return self._data
-
-    @property
-    def placement_views(self):
-        """(R, T): the views of body_placements as they are, without computing the kinematics
-        (None when no views could be made)."""
-        return self._placements
-
-    @property
-    def gravity(self) -> np.ndarray:
-        """The gravity (3,) m/s^2 of the world the system is in."""
-        return self._gravity
-
-    def set_gravity(self, gravity: np.ndarray) -> None:
-        """Set by the World the system is in (World.set_gravity)."""
-        self._gravity = gravity
-        self._touched()
-
-    def body_placements(self):
-        """(R (njoints, 3, 3), T (njoints, 3)): every body's world rotation and position at the
-        current state, indexed by Pinocchio joint id. They are views of Pinocchio's data: read
-        them, never write them, and read them again after the state changes. None when no views
-        could be made (then read data.oMi). The joint Jacobians data.J are then those of the
-        current state too (the quick step reads both)."""
-        if self._placements is None:
-            return None
-        self._joint_jacobians()
-        return self._placements
-
-    def point_jacobian_views(self) -> PointJacobianViews:
-        """The joint Jacobians and placements at the current state, for compiled point
-        Jacobians (see PointJacobianViews)."""
-        self._joint_jacobians()
-        R = self.pinocchio_inputs()[2]
-        J = self._J_view if self._J_view is not None else self._data.J.reshape(6, self.nv)
-        origins = self._placements[1] if self._placements is not None else \
-            np.array([self._data.oMi[k].translation for k in range(self._pm.njoints)])
-        if R is None:
-            return PointJacobianViews(J, origins, self._supports, self.conv.block_u[:0],
-                                      self._no_blocks)
-        return PointJacobianViews(J, origins, self._supports, self.conv.block_u, R)
-
-    @property
-    def has_jacobian_view(self) -> bool:
-        """Whether the joint Jacobians (data.J) are read through a view made at load."""
-        return self._J_view is not None
-
-    def forget_joint_jacobians(self) -> None:
-        """Compute the joint Jacobians again when next asked for (a step that computed them and
-        then handed the step to another path, which computes them in its own order)."""
-        self._cache.pop("jac", None)
-
-    def jacobian_views_unread(self) -> PointJacobianViews:
-        """Arrays of the kinds point_jacobian_views returns, for a compiled call that will not
-        read them (no contact): nothing is computed, and their contents are not those of the
-        current state."""
-        J = self._J_view if self._J_view is not None else self._data.J.reshape(6, self.nv)
-        origins = self._placements[1] if self._placements is not None else \
-            np.zeros((self._pm.njoints, 3))
-        return PointJacobianViews(J, origins, self._supports, self.conv.block_u[:0],
-                                  self._no_blocks)
-
-    def _joint_jacobians(self):
-        """data.J and the placements data.oMi at the current state: from the placements of
-        kinematics() when it has run; else, when a pass of crba or nonLinearEffects has run at
-        this state ("pass": its joint placements data.liMi are this state's), the placements
-        composed from those (updateGlobalPlacements) and data.J from them, the cheaper way;
-        else computeJointJacobians computes both from q in one pass (the same operations as
-        forwardKinematics for oMi; frames and velocities are left to kinematics()). The three
-        give the same bits (tests/test_quick.py)."""
-        cache = self._cache
-        if "jac" not in cache:
-            if "kin" in cache:
-                pin.computeJointJacobians(self._pm, self._data)
-            elif "pass" in cache:
-                pin.updateGlobalPlacements(self._pm, self._data)
-                pin.computeJointJacobians(self._pm, self._data)
-            else:
-                pin.computeJointJacobians(self._pm, self._data, self.pinocchio_inputs()[0])
-            cache["jac"] = True
-
-    def _frame(self, name: str) -> int:
-        """Frame id of a link, or of a joint (its child link's frame)."""
-        fid = self.pinocchio.link_frame.get(name)
-        if fid is None:
-            for j in self.model.joints:
-                if j.name == name:
-                    return self.pinocchio.link_frame[j.child]
-            raise StateError(f"{self.name}: no link or joint named {name!r}")
-        return fid
-
-    def frame_of(self, name: str) -> int:
-        """The index of a link's frame (a joint's: its child link's) in frame_placements()."""
-        return self._frame(name)
-
-    def frame_placements(self):
-        """(R (nframes, 3, 3), T (nframes, 3)): every frame's world rotation and position at the
-        current state, views of Pinocchio's data.oMf (read them, never write them, and read them
-        again after the state changes); None when no views could be made (then use
-        get_frame_position and get_frame_orientation)."""
-        if self._frame_placements is None:
-            return None
-        self.kinematics()
-        return self._frame_placements
-
-    def body_of(self, link: str) -> int:
-        """The Pinocchio joint id of the rigid body that `link` belongs to."""
-        body = self._body_of.get(link)
-        if body is None:
-            body = self._body_of[link] = self._pm.frames[self._frame(link)].parentJoint
-        return body
-
-    def get_frame_position(self, name: str) -> np.ndarray:
-        """World position (3,) of a link frame (or a joint's frame: its child link's frame)."""
-        self.kinematics()
-        if self._frame_placements is not None:
-            return self._frame_placements[1][self._frame(name)].copy()
-        return self._data.oMf[self._frame(name)].translation.copy()
-
-    def get_frame_orientation(self, name: str) -> np.ndarray:
-        """World rotation matrix (3, 3) of a link or joint frame."""
-        self.kinematics()
-        if self._frame_placements is not None:
-            return self._frame_placements[0][self._frame(name)].copy()
-        return self._data.oMf[self._frame(name)].rotation.copy()
-
-    def get_frame_velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(linear velocity of the frame origin, angular velocity), both (3,) in the world."""
-        self.kinematics()
-        v = pin.getFrameVelocity(self._pm, self._data, self._frame(name),
-                                 pin.LOCAL_WORLD_ALIGNED)
-        return v.linear.copy(), v.angular.copy()
-
-    def get_body_position(self, link: str) -> np.ndarray:
-        return self.get_frame_position(link)
-
-    def get_body_orientation(self, link: str) -> np.ndarray:
-        return self.get_frame_orientation(link)
-
-    def point_jacobians(self, body: int, point_world) -> tuple[np.ndarray, np.ndarray]:
-        """(J_lin, J_rot), (3, nv) each: the Jacobians of the world velocity of the world point
-        `point_world` fixed to `body` and of the body's world angular velocity, at the current
-        state, in our velocity coordinates."""
-        if self._placements is not None and body > 0:  # one compiled loop (contact rows')
-            v = self.point_jacobian_views()
-            nv = self.nv
-            jj, lin, J_lin, J_rot = (np.empty((6, nv)), np.empty((3, nv)), np.empty((3, nv)),
-                                     np.empty((3, nv)))
-            _point_jacobian(v.J_world, v.origins[body], v.supports[body],
-                            np.ascontiguousarray(point_world, dtype=np.float64), v.block_u, v.R,
-                            jj, lin, J_lin)
-            _rotate_columns(jj[3:], v.block_u, v.R, J_rot)
-            return J_lin, J_rot
-        self._joint_jacobians()
-        R = self.pinocchio_inputs()[2]
-        Jj = pin.getJointJacobian(self._pm, self._data, body, pin.LOCAL_WORLD_ALIGNED)
-        Jj = Jj.reshape(6, self.nv)  # eigenpy returns (6,) when nv == 1
-        origin = self._data.oMi[body].translation
-        r = point_world - origin
-        J_lin = Jj[:3] - matmul(_skew(r), Jj[3:])   # v_point = v_origin + omega x r
-        J_rot = Jj[3:]
-        if R is not None:
-            J_lin, J_rot = self.conv.from_pin_columns(R, J_lin), self.conv.from_pin_columns(R, J_rot)
-        return J_lin, J_rot
-
-    def get_dense_jacobian(self, link: str, point=None) -> np.ndarray:
-        """(3, nv) Jacobian of the world velocity of a point fixed to `link`'s body; `point` in the
-        world frame (default: the link frame's origin)."""
-        body = self.body_of(link)
-        p = self.get_frame_position(link) if point is None else np.asarray(point, dtype=float)
-        return self.point_jacobians(body, p)[0]
-
-    def get_dense_rotational_jacobian(self, link: str) -> np.ndarray:
-        """(3, nv) Jacobian of the world angular velocity of `link`'s body."""
-        body = self.body_of(link)
-        return self.point_jacobians(body, self.get_frame_position(link))[1]
-
-    def get_center_of_mass(self) -> np.ndarray:
-        """World position (3,) of the centre of mass of the moving bodies. Pinocchio composes
-        it from the joints' placements data.liMi: those of a pass at this state (crba or
-        nonLinearEffects: "pass"; kinematics(): "kin") when one has run, which are
-        forwardKinematics' bit for bit (tests/test_quick.py), else of forwardKinematics from q
-        (a log's potential energy follows its kinetic energy's crba)."""
-        cache = self._cache
-        if "com" not in cache:
-            if "pass" in cache or "kin" in cache:
-                com = pin.centerOfMass(self._pm, self._data, pin.KinematicLevel.POSITION, False)
-            else:
-                com = pin.centerOfMass(self._pm, self._data, self.pinocchio_inputs()[0], False)
-            cache["com"] = com.copy()
-        return cache["com"]
-
-    def get_linear_momentum(self) -> np.ndarray:
-        """(3,) world frame, kg m/s: sum of m v_com over the moving bodies."""
-        q_pin, u_pin, _ = self.kinematics()
-        pin.computeCentroidalMomentum(self._pm, self._data, q_pin, u_pin)
-        return self._data.hg.linear.copy()
-
-    def get_angular_momentum(self, point=None) -> np.ndarray:
-        """(3,) world frame, about the world point `point` (default: the centre of mass). Rotor
-        inertia is internal to the joints and not part of it."""
-        q_pin, u_pin, _ = self.kinematics()
-        pin.computeCentroidalMomentum(self._pm, self._data, q_pin, u_pin)
-        L = self._data.hg.angular.copy()
-        if point is not None:
-            c = self._data.com[0]
-            L += np.cross(c - np.asarray(point, dtype=float), self._data.hg.linear)
-        return L
-
-    # ============================================================================================
-    # dynamics (our conventions)
-    # ============================================================================================
-    def pinocchio_dynamics(self) -> tuple:
-        """Spec step 1's kinematics at the current state, for a step: (the upper triangle of
-        Pinocchio's M, Pinocchio's h at the system's gravity, u_pin, R). M is the M_pin that
-        get_mass_matrix has computed at this state (a log's kinetic energy, a controller's
-        reads), h the h_pin of get_nonlinearities when T = I, else
-        crba's and nonLinearEffects' run here: read them, never write them. Either way a pass
-        of Pinocchio has run at this state, whose joint placements body_placements() composes
-        (_joint_jacobians)."""
-        cache = self._cache
-        q_pin, u_pin, R = cache.get("pin") or self.pinocchio_inputs()
-        upper = cache.get("M_pin")
-        if upper is None:
-            upper = pin.crba(self._pm, self._data, q_pin)
-        g = self._gravity.tobytes()
-        if g != self._pin_gravity:  # (sync_gravity)
-            self.sync_gravity(self._gravity)
-        cache["pass"] = True  # (this pass's, or that of the M and h it reuses)
-        entry = cache.get("h_pin")
-        if entry is not None and entry[0] == g:
-            return upper, entry[1], u_pin, R
-        return upper, pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin), u_pin, R
-
-    def get_mass_matrix(self) -> np.ndarray:
-        """M (nv, nv), rotor inertia included on its diagonal."""
-        cache = self._cache
-        M = cache.get("M")
-        if M is None:
-            gs = self._getters
-            if self._q_is_pin:
-                M = pin.crba(self._pm, self._data, self.q)  # (the upper triangle, made M)
-            else:  # (q_pin, and R for _getter_mass)
-                _getter_coordinates(self.q, gs.table)
-                M = pin.crba(*self._getter_crba)
-            if not self._new_results:
-                M = M.copy()
-            _getter_mass(M, gs.table)
-            # ("pass": crba's joint placements, which _joint_jacobians reads)
-            cache["M_pin"], cache["M"], cache["pass"] = gs.M_pin, M, True
-        return M
-
-    def get_nonlinearities(self, gravity=None) -> np.ndarray:
-        """h (nv,): gravity, Coriolis and centrifugal terms, tau = M du/dt + h. `gravity`
-        defaults to the world's (or (0, 0, -9.81) for a system outside a world).
-
-        Without a floating or spherical joint, h is Pinocchio's nonLinearEffects. With one, h =
-        T (h_pin + M_pin c) (raisimcli.physics.conventions), computed here as T rnea(q_pin,
-        u_pin, c): Pinocchio's inverse dynamics at the acceleration c, one pass without M. The
-        step forms the same sum from nonLinearEffects and crba's M_pin (step/explicit.py's _stage);
-        the two agree to rounding."""
-        g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
-        b = g.tobytes()  # (h's key in the cache: cheaper than a tuple of its three numbers)
-        cache = self._cache
-        h = cache.get(b)
-        if h is not None:
-            return h
-        if b != self._pin_gravity:  # (sync_gravity)
-            self.sync_gravity(g)
-        gs = self._h_getters
-        if gs is None:  # (T = I)
-            q_pin, u_pin, _ = self.pinocchio_inputs()
-            h = pin.nonLinearEffects(self._pm, self._data, q_pin, u_pin)  # (a new array)
-            if b == self._gravity.tobytes():  # (the step's, reused by its Pinocchio pass)
-                cache["h_pin"] = (b, h.copy())
-        else:
-            _getter_inputs(self.q, self.u, gs.table)
-            h = pin.rnea(*self._getter_rnea)  # (at q_pin, u_pin, c; made h here)
-            if not self._new_results:
-                h = h.copy()
-            _getter_rotated(h, gs.table)
-        cache["pass"] = True  # (its joint placements: _joint_jacobians)
-        cache[b] = h
-        return h
-
-    def sync_gravity(self, g: np.ndarray) -> None:
-        """Give the Pinocchio model the gravity g (only when it changed)."""
-        key = g.tobytes()
-        if key != self._pin_gravity:
-            self._pm.gravity = pin.Motion(np.asarray(g, dtype=float), np.zeros(3))
-            self._pin_gravity = key
-
-    def get_inverse_mass_matrix(self) -> np.ndarray:
-        """M^-1 (nv, nv)."""
-        return Cholesky(self.get_mass_matrix()).solve(np.eye(self.nv))
-
-    def get_kinetic_energy(self) -> float:
-        """1/2 u^T M u (rotor inertia included)."""
-        return 0.5 * quadratic_form(self.get_mass_matrix(), self.u)
-
-    def get_potential_energy(self, gravity=None) -> float:
-        """Sum of -m g . p_com over the moving bodies (m g z for gravity (0, 0, -g))."""
-        g = self._gravity if gravity is None else np.asarray(gravity, dtype=float)
-        key = ("V", g.tobytes())
-        if key not in self._cache:
-            (g0, g1, g2), (c0, c1, c2) = g.reshape(-1).tolist(), self.get_center_of_mass().tolist()
-            gc = 0.0  # dot(g, com) in Python floats: the products summed in index order from 0
-            gc += g0 * c0
-            gc += g1 * c1
-            gc += g2 * c2
-            self._cache[key] = -float(self._total_mass * gc)
-        return self._cache[key]
-
-    def get_generalized_momentum(self) -> np.ndarray:
-        """M u (nv,)."""
-        return matmul(self.get_mass_matrix(), self.u)
-
-    _gravity = np.array([0.0, 0.0, -9.81])
 
     # ============================================================================================
     # commands (spec: PD Controller, Actuators, Apply External Forces)
@@ -861,12 +474,12 @@ class ArticulatedSystem:
         a state was set since). `q` is not copied: do not change it inside."""
         own = self.q
         self.q = q
-        self._touched()
+        self.touched()
         try:
             yield
         finally:
             self.q = own
-            self._touched()
+            self.touched()
 
     def end_integrate1(self) -> None:
         """Forget that integrate1 ran (its M and h stay cached for the state): the step is
@@ -898,37 +511,6 @@ class ArticulatedSystem:
         self._stage = None
         step_alone(self, dt, contacts if len(contacts) else EMPTY_CONTACTS)
 
-    def finish_step(self, dt: float, s: Stage, u_solved: np.ndarray, impulse_by_source: dict,
-                point_loads: list, iterations: int, in_contact: bool) -> None:
-        """Steps 11-12 and the torque table, given the solver's velocity u* + A^-1 J_c^T lambda_c
-        and the generalized impulses by source; `point_loads`: the contact forces on this system
-        (for inverse dynamics)."""
-        q, u = self.q, self.u
-        # Pinocchio's inputs at the step's start, for inverse dynamics (before RK4's stages
-        # move the kinematics)
-        start_pin = self.pinocchio_inputs() if self.compute_inverse_dynamics else None
-        scheme = self.effective_scheme()
-        if s.elimination is not None:
-            point_loads = point_loads + self._constraint_report(s, dt, impulse_by_source)
-        act_state = s.act_state
-        if scheme == "RUNGE_KUTTA_4":
-            q_next, u_next, table, act_state = self._runge_kutta_4(
-                dt, u + (u_solved - s.u_star), impulse_by_source)
-        else:
-            u_next = u_solved
-            if scheme == "SEMI_IMPLICIT":
-                u_bar = u_next
-            elif scheme == "TRAPEZOID":
-                u_bar = 0.5 * (u + u_next)
-            else:  # EULER
-                u_bar = u
-            q_next = self.conv.integrate(q, u_bar, dt)
-            table = torque_table(dt, u_next - u, u, u_next, s.tau_cmd, s.kp, s.kd,
-                                 s.b, s.tau_act, self.k_s, s.spring_err, s.tau_ext,
-                                 impulse_by_source)
-        self.end_step(dt, s.q_err, q_next, u_next, table, act_state, point_loads, iterations,
-                      in_contact, start_pin)
-
     def end_step(self, dt: float, pd_error: np.ndarray | None, q_next: np.ndarray,
                  u_next: np.ndarray, table: Mapping | None, act_state, point_loads: list,
                  iterations: int, in_contact: bool, start_pin, next_pin=None,
@@ -955,7 +537,7 @@ class ArticulatedSystem:
         if self.pending_loads:
             self.pending_loads.clear()
         self.q, self.u = q_next, u_next
-        self._state_version += 1  # (_touched)
+        self._state_version += 1  # (touched)
         self._cache.clear()
         self._record, self._record_version = record, self._state_version
         if next_pin is not None:
@@ -1015,59 +597,6 @@ class ArticulatedSystem:
     @pd_error.setter
     def pd_error(self, error: np.ndarray) -> None:
         self._pd_error = error
-
-    def _runge_kutta_4(self, dt, u_start, impulse_by_source):
-        """Spec step 6, RUNGE_KUTTA_4: the solver's velocity change applied at the step's start,
-        then steps 1-4 without impulses at each of four stages. The torque rows are the stages'
-        explicit rows averaged with the RK4 weights (the implicit corrections vanish); the
-        actuator states are the last stage's, as the spec says.
-
-        The classical tableau in Munthe-Kaas's form (RKMK4, Munthe-Kaas, "High order Runge-Kutta
-        methods on manifolds", Appl. Numer. Math. 29, 1999) in the variables that MuJoCo's RK4
-        also uses: each quaternion's angular velocity in its own body's frame, and the rotation
-        written q_0 exp(theta). A stage's angular velocity enters as the rate of theta,
-        dexp^-1_-theta(omega), evaluated at the stage's theta (Conventions.local_rate); taking it
-        as it is would make the rotation second order only. The body frame turns the free
-        body's gyroscopic motion into Euler's equations, whose velocity varies slowly, which
-        makes the error constant smaller than with the world-frame angular velocity."""
-        conv = self.conv
-        q0, u0 = self.q, self.u
-        weights = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
-        stage_h = (0.0, 0.5 * dt, 0.5 * dt, dt)  # the tableau's c_i dt
-        ks_u, ks_a, ks_k, rows = [], [], [], []
-        y0 = conv.local_velocity(q0, u_start)    # the velocity variable of the tableau
-        q_stage, y_stage = q0, y0
-        from raisimcli.physics.step.explicit import explicit_stage
-        s = None
-        for k in range(4):
-            u_stage = conv.world_velocity(q_stage, y_stage)
-            self.q, self.u = q_stage, u_stage  # M, h and loads are evaluated at the stage
-            self._touched()
-            s = explicit_stage(self, dt)
-            a = conv.local_velocity(q_stage, (s.u_star - u_stage) / dt)
-            theta = stage_h[k] * ks_k[-1] if k else np.zeros(self.nv)
-            rate = conv.local_rate(theta, y_stage)  # d theta / dt of the stage
-            ks_u.append(u_stage)
-            ks_a.append(a)
-            ks_k.append(rate)
-            rows.append(s)
-            if k < 3:
-                h = stage_h[k + 1]
-                q_stage = conv.integrate_local(q0, rate, h)
-                y_stage = y0 + h * a
-        q_next = conv.integrate_local(q0, sum(wt * v for wt, v in zip(weights, ks_k)), dt)
-        u_next = conv.world_velocity(q_next, y0 + dt * sum(wt * a for wt, a in zip(weights, ks_a)))
-        # back to the step's start, kinematics included (inverse dynamics reads them next)
-        self.q, self.u = q0, u0
-        self._touched()
-        avg = lambda key: sum(wt * getattr(r, key) for wt, r in zip(weights, rows))  # noqa: E731
-        zero = np.zeros(self.nv)
-        table = torque_table(dt, zero, zero, zero, avg("tau_cmd"), zero, zero, zero,
-                             avg("tau_act"), zero, zero, avg("tau_ext"), impulse_by_source)
-        table["damping"] = -sum(wt * r.b * v for wt, r, v in zip(weights, rows, ks_u))
-        table["springs"] = sum(wt * self.k_s * r.spring_err for wt, r in zip(weights, rows))
-        table["total"] = sum(table[k] for k in table if k != "total")
-        return q_next, u_next, table, s.act_state
 
     # ============================================================================================
     # inverse dynamics (spec: "Inverse Dynamics")
@@ -1187,38 +716,6 @@ class ArticulatedSystem:
             self._row_plan = (len(self.constraints), row_plan(self.constraints))
         return self._row_plan[1]
 
-    def _constraint_report(self, s: Stage, dt: float, impulse_by_source: dict) -> list:
-        """Per-constraint impulses and errors of this step; their generalized impulse joins the
-        table; returns their forces as point loads (inverse dynamics; none when it is off)."""
-        lam, impulse_by_source["constraints"] = s.elimination.impulses(s.constraint_recover,
-                                                                       s.solver_impulses)
-        return self.constraint_report(s, dt, lam)
-
-    def constraint_report(self, s: Stage, dt: float, lam: np.ndarray) -> list:
-        """The constraints' impulses lam (one per row of the step's elimination, Elimination.
-        impulses) and errors become constraint_impulses and constraint_errors; returns their
-        forces as point loads (inverse dynamics; none when it is off)."""
-        elim = s.elimination
-        if self.mimics_only() is not None:  # a row each, in order: (lambda, 0, 0), (e, 0, 0)
-            self.constraint_impulses = np.zeros((lam.shape[0], 3))
-            self.constraint_errors = np.zeros((lam.shape[0], 3))
-            self.constraint_impulses[:, 0], self.constraint_errors[:, 0] = lam, elim.e_all
-            return []  # (a mimic's force is a generalized one: no point load)
-        # each one's world vector A^T lam and its errors, in one compiled call (_report)
-        out = np.empty((2, len(self.constraints), 3))
-        _report(s.constraint_axes, np.ascontiguousarray(lam, dtype=np.float64), elim.e_all,
-                self.constraint_plan(), out)
-        self.constraint_impulses, self.constraint_errors = out[0], out[1]
-        loads = []
-        if self.compute_inverse_dynamics:  # (only inverse dynamics reads them)
-            for c, (_, _, axes, points), vec in zip(self.constraints, s.constraint_spans, out[0]):
-                if axes is not None:
-                    loads.append(PointLoad(c.link1, vec / dt, None, False,
-                                           world_point=points[0]))
-                    loads.append(PointLoad(c.link2, -vec / dt, None, False,
-                                           world_point=points[1]))
-        return loads
-
     def get_contacts(self) -> list:
         """The contacts of this system in the last step (see raisimcli.physics.contact_set.Contact),
         with their impulses."""
@@ -1229,9 +726,9 @@ class ArticulatedSystem:
         *get_generalized_force()] at the current state, with their bits, in one compiled call
         after Pinocchio's crba and centre of mass (cheaper than the three getters; the call
         takes the robot's constant arrays as one ArrayTable). The state's M, M_pin, centre of
-        mass and potential energy are kept as the getters keep them (the next step reuses the crba). When one of
-        them is kept already (or the gravity is not a (3,) array), the getters give the
-        values."""
+        mass and potential energy are kept as the getters keep them (the next step reuses the
+        crba). When one of them is kept already (or the gravity is not a (3,) array), the
+        getters give the values."""
         cache, g = self._cache, self._gravity
         key = ("V", g.tobytes())
         if "M" in cache or "com" in cache or key in cache or g.shape != (3,):
@@ -1264,10 +761,5 @@ class ArticulatedSystem:
                                  self.tau_lower, self.tau_upper)
 
 
-def _skew(r) -> np.ndarray:
-    x, y, z = r.tolist() if isinstance(r, np.ndarray) else r  # Python floats: faster to build
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-
-
-__all__ = ["ArticulatedSystem", "PointLoad", "Spring", "FORCE_AND_TORQUE", "PD_PLUS_FEEDFORWARD_TORQUE",
-           "SCHEMES"]
+__all__ = ["ArticulatedSystem", "PointLoad", "Spring", "FORCE_AND_TORQUE",
+           "PD_PLUS_FEEDFORWARD_TORQUE", "SCHEMES"]

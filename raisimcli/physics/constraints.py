@@ -226,7 +226,7 @@ def constraint_rows_and_axes(system):
 
 @kernel
 def _report(A, lam, e, plan, out):
-    """ArticulatedSystem.constraint_report's vectors of constraints that include a pin or an
+    """finish.constraint_report's vectors of constraints that include a pin or an
     equality (`plan`: row_plan's; A: constraint_rows_and_axes' axes): out[0, c] = A[r0:r1]^T
     lam[r0:r1] for a pin or equality (linalg.matmul's _mv), (lam[r0], 0, 0) for a mimic; out[1,
     c] = e[r0:r1] then zeros."""

@@ -109,7 +109,7 @@ class Contact:
     def loads_on(self, system, dt: float) -> list:
         """The contact force (impulse / dt) as point loads on `system`'s bodies, for inverse
         dynamics."""
-        from raisimcli.physics.articulated_system import PointLoad
+        from raisimcli.physics.loads import PointLoad
         out = []
         if self.system_a is system:
             out.append(PointLoad(self.link_a, self.impulse / dt, None, False,
@@ -136,7 +136,7 @@ class ContactLoads(NamedTuple):
 
     def as_point_loads(self) -> list:
         """The same loads one object each (ArticulatedSystem's point loads)."""
-        from raisimcli.physics.articulated_system import PointLoad
+        from raisimcli.physics.loads import PointLoad
         return [PointLoad(link, self.vectors[k], None, False, world_point=self.points[k])
                 for k, link in enumerate(self.links)]
 

@@ -4,7 +4,7 @@ table in one compiled call (`_impulse_step`): the joint rows then the contacts' 
 (contact_rows), the response M~^-1 J^T, the Delassus matrix and the block Gauss-Seidel (solver),
 the contacts' reports, the generalized impulses by source, the position integration of spec
 step 6 (Conventions.integrate) and the torque table of step 5 (decomposition.torque_table).
-Under RUNGE_KUTTA_4 the impulses come from the same call and ArticulatedSystem.finish_step runs
+Under RUNGE_KUTTA_4 the impulses come from the same call and finish.finish_step runs
 the four stages. A robot with loop or mimic constraints takes the same call with their
 elimination (constraints.Elimination, made with its stage): the solve then takes the constrained
 response M_c^-1 J^T with u* the elimination's u_0, and the constraints' impulses are recovered
@@ -25,6 +25,7 @@ from raisimcli.physics.conventions import _integrate
 from raisimcli.physics.step.contact_rows import _add_rows, _report, _start_rows, _targets, \
     contact_keys
 from raisimcli.physics.step.decomposition import SOURCES, _row_names, _table
+from raisimcli.physics.step.finish import constraint_report, finish_step
 from raisimcli.physics.step.solver import _impulses_by_source, _solve, warm_start_impulses
 
 # the schemes _impulse_step integrates (spec step 6): the velocity that moves q
@@ -90,7 +91,7 @@ def _impulse_step(RF, RI, J_world, origins, supports, bu, R,
     constrained response (constraints' _response, with u* the elimination's u_0), the
     constraints' impulses are recovered after it (_recovered, into EF's last slot) and their
     generalized impulse is the table's "constraints" row after the sources', as
-    ArticulatedSystem.finish_step makes them. Returns the sweeps."""
+    finish.finish_step makes them. Returns the sweeps."""
     # (frames None: a robot that cannot touch anything, whose contact arrays are empty; numba
     # then leaves out the blocks under `frames is not None` and compiles this function without
     # the contacts' rows, reports and solve)
@@ -232,7 +233,7 @@ def _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, 
     """Spec step 6, q_next = q integrated with the velocity of `u_bar_rule` (0 u_next, 1 the
     trapezoid's (u + u_next) / 2, 2 u; `integ`, `integ_at`: Conventions.integration_packed),
     then step 5's table with these generalized impulses (decomposition._table); `u_bar`, `du`
-    (nv,): scratch. ArticulatedSystem.finish_step's operations, in its order."""
+    (nv,): scratch. finish.finish_step's operations, in its order."""
     nv = u.shape[0]
     for i in range(nv):
         if u_bar_rule == 0:
@@ -255,7 +256,7 @@ def _advance(q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd, b, 
 def _advance_constrained(EF, EI, q, u, u_next, dt, u_bar_rule, integ_at, integ, tau_cmd, kp, kd,
                          b, tau_act, k_s, spring_err, tau_ext, W, q_next, table):
     """The end of a step whose only rows are its constraints' (nothing to solve: u_next is
-    u_0), as ArticulatedSystem.finish_step makes it: their impulses lambda_0 into EF's last slot
+    u_0), as finish.finish_step makes it: their impulses lambda_0 into EF's last slot
     and their generalized impulse J^T lambda_0 (Elimination.impulses of no row: _recovered),
     then _advance with it as the one source of impulses. EF, EI: the step's Elimination; W:
     scratch (4 nv + k)."""
@@ -346,7 +347,7 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
         lam_constraints = elim.impulses_solved
     if scheme == "RUNGE_KUTTA_4":  # the four stages (finish_step) from the solved impulses
         by_source = {source: g[n].copy() for n, source in enumerate(sources) if nonzero[n]}
-        s.finish_step(dt, st, u_next, by_source, point_loads, int(sweeps), bool(nc))
+        finish_step(s, dt, st, u_next, by_source, point_loads, int(sweeps), bool(nc))
     else:
         which = nonzero.tobytes() + (b"" if elim is None else b"constraints")
         names = names_of.get(which)
@@ -354,8 +355,8 @@ def integrate2_alone(s, st, dt: float, contacts, warm_start):
             names = names_of[which] = _row_names(
                 tuple(source for source, acts in zip(sources, nonzero.tolist()) if acts) +
                 (() if elim is None else ("constraints",)))
-        if elim is not None:  # (ArticulatedSystem.finish_step's report, then its loads)
-            point_loads = point_loads + s.constraint_report(st, dt, lam_constraints)
+        if elim is not None:  # (finish.finish_step's report, then its loads)
+            point_loads = point_loads + constraint_report(s, st, dt, lam_constraints)
         torque = dict(zip(names, table))
         torque["total"] = table[-1]
         s.end_step(dt, st.q_err, q_next, u_next, torque, st.act_state, point_loads, int(sweeps),

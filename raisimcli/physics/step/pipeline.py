@@ -29,6 +29,7 @@ from raisimcli.physics.step.alone import _TABLE_ROWS, _U_BAR, _advance_constrain
     integrate2_alone
 from raisimcli.physics.step.decomposition import _row_names
 from raisimcli.physics.step.explicit import make_stage
+from raisimcli.physics.step.finish import constraint_report, finish_step
 from raisimcli.physics.step.solver import WarmStart
 from raisimcli.physics.step.stage import Stage
 from raisimcli.physics.step.world_step import integrate2_systems, integrate2_world
@@ -110,7 +111,7 @@ def _without_rows(s, st: Stage, dt) -> WarmStart:
     it SEMI_IMPLICIT while a robot has constraints: effective_scheme)."""
     elim = st.elimination
     if elim is None:
-        s.finish_step(dt, st, st.u_free.copy(), {}, [], 0, False)
+        finish_step(s, dt, st, st.u_free.copy(), {}, [], 0, False)
         return WarmStart([], np.zeros(0))
     scheme = s.effective_scheme()
     start_pin = s.pinocchio_inputs() if s.compute_inverse_dynamics else None
@@ -119,7 +120,7 @@ def _without_rows(s, st: Stage, dt) -> WarmStart:
     _advance_constrained(elim.EF, elim.EI, s.q, s.u, u_next, float(dt), _U_BAR[scheme], integ_at,
                          integ, st.tau_cmd, st.kp, st.kd, st.b, st.tau_act, s.k_s,
                          st.spring_err, st.tau_ext, np.empty(4 * s.nv + elim.k), q_next, table)
-    point_loads = s.constraint_report(st, dt, elim.impulses_solved)
+    point_loads = constraint_report(s, st, dt, elim.impulses_solved)
     torque = dict(zip(_CONSTRAINED_ROWS, table))
     torque["total"] = table[-1]
     s.end_step(dt, st.q_err, q_next, u_next, torque, st.act_state, point_loads, 0, False,

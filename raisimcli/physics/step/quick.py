@@ -28,8 +28,8 @@ with one call per robot, whose results become the state once every robot's call 
 robots are found apart. A robot whose constraints are all mimics gets their rows and their
 elimination in the call (constraints._eliminate_mimics, as Elimination.of_mimics), then the
 constrained solve of _impulse_step; their impulses and errors go into OF
-(ArticulatedSystem.constraint_report's arrays). A step without any row (no contact, no joint at a
-limit, no joint friction) takes u* (u_0 with mimics) as u_{t+1}, as ArticulatedSystem.finish_step
+(finish.constraint_report's arrays). A step without any row (no contact, no joint at a
+limit, no joint friction) takes u* (u_0 with mimics) as u_{t+1}, as finish.finish_step
 does. Otherwise, or when the compiled call finds what only the other path handles (a shape near
 the ground that coal must answer: a box under 2 mm; M~ not positive definite), it returns None
 and pipeline.step takes the step from the start: Pinocchio's results are recomputed. After such
@@ -211,7 +211,7 @@ def _quick(dt, height, margin, tolerance, max_iterations, flags, arrays, R, grou
     m = m0 + 3 * nc
     if m == 0:  # no row: u_{t+1} = u* (u_0 with constraints), then spec step 6 and the table
         # without impulses (with constraints: theirs, lambda_0), the loops of _impulse_step
-        # after its solve (ArticulatedSystem.finish_step's results)
+        # after its solve (finish.finish_step's results)
         FI = span(W, ls, W.shape[0])
         for i in range(n):
             u_next[i] = u_free[i]
@@ -389,7 +389,7 @@ def _elimination_of_compiled(MI, MF, n):
 
 @kernel
 def _mimic_report(EF, e, n, out):
-    """ArticulatedSystem.constraint_report of mimics into out (2 k, 3): rows 0..k-1 the
+    """finish.constraint_report of mimics into out (2 k, 3): rows 0..k-1 the
     constraints' impulses (lambda, 0, 0) from EF's slot of those recovered after the solve
     (constraints.packed_size), rows k..2k-1 their errors (e, 0, 0)."""
     k = e.shape[0]
@@ -891,7 +891,7 @@ def _commit(dt, s, qs, results, rs, answer):
         qs.pin_slot ^= 1
     else:  # (pinocchio_inputs' when q is Pinocchio's coordinates, else made when asked)
         next_pin = results.pin if qs.q_is_pin else None
-    if qs.k:  # (ArticulatedSystem.constraint_report's, in OF)
+    if qs.k:  # (finish.constraint_report's, in OF)
         s.constraint_impulses, s.constraint_errors = results.constraints
     # (the torque table, the actuators' states and the PD error: made from OF when read)
     s.end_step(dt, None, results.q, results.u, None, qs.no_actuators, point_loads, sweeps,

@@ -1,7 +1,6 @@
 """The intermediate results of one system's step, as a typed record (spec Integration Steps 1-9,
-and what the impulse solve adds): what `ArticulatedSystem.prepare_step` computes, the world's
-impulse solve reads and fills, and `ArticulatedSystem.finish_step` turns into the next state and
-the torque table."""
+and what the impulse solve adds): what `explicit.make_stage` computes, the impulse solve reads
+and fills, and `finish.finish_step` turns into the next state and the torque table."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ import numpy as np
 from raisimcli.physics.contact_set import EMPTY_CONTACTS, ContactSet
 from raisimcli.physics.step.alone import can_go_alone, integrate2_alone
 from raisimcli.physics.step.contact_rows import contact_rows, report_contact_impulses
+from raisimcli.physics.step.finish import finish_step
 from raisimcli.physics.step.solver import Rows, WarmStart, _impulses_by_source, \
     solve_impulses, warm_start_impulses
 
@@ -141,6 +142,6 @@ def integrate2_systems(systems, dt: float, contacts: ContactSet, warm_start: Map
         loads = contacts.loads_on(s, dt) if s.compute_inverse_dynamics and contacts else None
         point_loads = [loads] if loads is not None else []
         st.solver_impulses = lam
-        s.finish_step(dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
+        finish_step(s, dt, st, result.u_next[cols], by_source, point_loads, result.iterations,
                       bool(contacts) and contacts.touches(s))
     return WarmStart(rows.key, lam)
