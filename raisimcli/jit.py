@@ -335,10 +335,11 @@ def _present_compiled(marker, value):
 # start + prod(shape) within the buffer, as it would for the slice). In a compiled loop it is
 # made in place rather than by numba's `reshape`, whose call into numba's helper library and
 # whose compiled code cost something at each of the many places where the loops cut their packed
-# arguments and scratch into matrices. With NUMBA_DISABLE_JIT=1, where the loops run as Python, it is the
-# slice and reshape. With NUMBA_BOUNDSCHECK=1 (numba's check of every index; give it a cache
-# directory of its own, NUMBA_CACHE_DIR, so that no loop compiled without it is reused) a view
-# that does not lie within its buffer raises IndexError, as an index past an array's end does.
+# arguments and scratch into matrices. With NUMBA_DISABLE_JIT=1, where the loops run as Python,
+# it is the slice and reshape. With NUMBA_BOUNDSCHECK=1 (numba's check of every index; give it a
+# cache directory of its own, NUMBA_CACHE_DIR, so that no loop compiled without it is reused) a
+# view that does not lie within its buffer raises IndexError, as an index past an array's end
+# does.
 carve = _carve_python if numba.config.DISABLE_JIT else _carved
 
 

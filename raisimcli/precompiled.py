@@ -38,8 +38,8 @@ them again, in a checkout, with
 
     python -m raisimcli.precompiled --write
 
-which runs the scenarios and the inspections in a fresh cache (about 7 min on a 2-core machine) and keeps its
-entries.
+which runs the scenarios and the inspections in a fresh cache (about 7 min on a 2-core machine)
+and keeps its entries.
 """
 
 from __future__ import annotations

@@ -9,11 +9,12 @@ Rows (J, |lambda| x nv) and errors e, measured at the step's start:
 - mimic: e = q_f - m q_l - c, row e_f - m e_l.
 
 The elimination (spec, steps 1-4 of "Eliminating the constraints"): D = J M~^-1 J^T,
-lambda_0 = D^-1 (-beta e - J u*), u_0 = u* + M~^-1 J^T lambda_0, and every other impulse acts through
-M_c^-1 = M~^-1 - M~^-1 J^T D^-1 J M~^-1; after the solver, lambda = lambda_0 - D^-1 J M~^-1 J_c^T
-lambda_c (equation 2). Dependent rows (redundant constraints, singular poses) are dropped: a
-pivoted Cholesky of D keeps an independent subset (a row whose pivot is below 1e-10 of D's largest
-diagonal entry is dependent); the motion is the same and the load goes to the kept rows.
+lambda_0 = D^-1 (-beta e - J u*), u_0 = u* + M~^-1 J^T lambda_0, and every other impulse acts
+through M_c^-1 = M~^-1 - M~^-1 J^T D^-1 J M~^-1; after the solver,
+lambda = lambda_0 - D^-1 J M~^-1 J_c^T lambda_c (equation 2). Dependent rows (redundant
+constraints, singular poses) are dropped: a pivoted Cholesky of D keeps an independent subset (a
+row whose pivot is below 1e-10 of D's largest diagonal entry is dependent); the motion is the same
+and the load goes to the kept rows.
 """
 
 from __future__ import annotations

@@ -182,9 +182,12 @@ def _wrenches(arrays, step_placements, load_lin, load_ang, mask, force, torque, 
             x_lin[0] = om[1] * iv_lin[2] - om[2] * iv_lin[1]
             x_lin[1] = om[2] * iv_lin[0] - om[0] * iv_lin[2]
             x_lin[2] = om[0] * iv_lin[1] - om[1] * iv_lin[0]
-            x_ang[0] = (om[1] * iv_ang[2] - om[2] * iv_ang[1]) + (vl[1] * iv_lin[2] - vl[2] * iv_lin[1])
-            x_ang[1] = (om[2] * iv_ang[0] - om[0] * iv_ang[2]) + (vl[2] * iv_lin[0] - vl[0] * iv_lin[2])
-            x_ang[2] = (om[0] * iv_ang[1] - om[1] * iv_ang[0]) + (vl[0] * iv_lin[1] - vl[1] * iv_lin[0])
+            x_ang[0] = (om[1] * iv_ang[2] - om[2] * iv_ang[1]) + \
+                (vl[1] * iv_lin[2] - vl[2] * iv_lin[1])
+            x_ang[1] = (om[2] * iv_ang[0] - om[0] * iv_ang[2]) + \
+                (vl[2] * iv_lin[0] - vl[0] * iv_lin[2])
+            x_ang[2] = (om[0] * iv_ang[1] - om[1] * iv_ang[0]) + \
+                (vl[0] * iv_lin[1] - vl[1] * iv_lin[0])
             for i in range(3):
                 w_lin[i] = (w_lin[i] + ia_lin[i]) + x_lin[i]
                 w_ang[i] = (w_ang[i] + ia_ang[i]) + x_ang[i]
@@ -199,7 +202,8 @@ def _wrenches(arrays, step_placements, load_lin, load_ang, mask, force, torque, 
                 x_lin[i] = _rotate(lR, c, i, L[c, 0], L[c, 1], L[c, 2])
             for i in range(3):
                 x_ang[i] = _rotate(lR, c, i, A[c, 0], A[c, 1], A[c, 2]) + \
-                    (lT[c, (i + 1) % 3] * x_lin[(i + 2) % 3] - lT[c, (i + 2) % 3] * x_lin[(i + 1) % 3])
+                    (lT[c, (i + 1) % 3] * x_lin[(i + 2) % 3] -
+                     lT[c, (i + 2) % 3] * x_lin[(i + 1) % 3])
             for i in range(3):
                 w_lin[i] = w_lin[i] + x_lin[i]
                 w_ang[i] = w_ang[i] + x_ang[i]
@@ -207,7 +211,8 @@ def _wrenches(arrays, step_placements, load_lin, load_ang, mask, force, torque, 
             force[k, i] = _rotate(R, b, i, w_lin[0], w_lin[1], w_lin[2])
         for i in range(3):
             moment[k, i] = _rotate(R, b, i, w_ang[0], w_ang[1], w_ang[2]) + \
-                (T[b, (i + 1) % 3] * force[k, (i + 2) % 3] - T[b, (i + 2) % 3] * force[k, (i + 1) % 3])
+                (T[b, (i + 1) % 3] * force[k, (i + 2) % 3] -
+                 T[b, (i + 2) % 3] * force[k, (i + 1) % 3])
         for i in range(3):
             point[k, i] = _rotate(R, b, i, frames[n, 0], frames[n, 1], frames[n, 2]) + T[b, i]
     # 3. the torques about the joints' positions, the actuation along 1-DoF axes

@@ -8,7 +8,8 @@ v_i = J_i u_{t+1}, the impulse lambda_i in [lo_i, hi_i] and a target velocity t_
     lambda_i = hi_i                   ->  v_i <= t_i
 
 A position limit (restitution 0) is t = 0 with a one-sided box, a velocity limit t = +-v_max with a
-one-sided box, Coulomb joint friction with stiction t = 0 with the box +-(tau_c,joint + tau_c,out) dt.
+one-sided box, Coulomb joint friction with stiction t = 0 with the box +-(tau_c,joint + tau_c,out)
+dt.
 Contacts are blocks of three rows with a friction cone (see contact_solver.py). Each block is solved
 exactly given the others, and the blocks are iterated (block Gauss-Seidel) until no impulse changes
 a row's velocity by more than `tolerance`.
