@@ -1,7 +1,7 @@
 """This checkout against another revision of the project, on the same machine, alternated: the step
 of the standing quadruped (`contacts_vs_mujoco.py`'s world), of the quadruped under PD without and
-with inverse dynamics (`step.py`'s), of a four-bar with its loop (`constraints_cost.py`'s), and the
-wall time of the README's main command
+with inverse dynamics (`step.py`'s), of the 7-DoF arm under PD and RUNGE_KUTTA_4, of a four-bar
+with its loop (`constraints_cost.py`'s), and the wall time of the README's main command
 (`raisimcli run scenarios/quadruped_pd.toml`, what it reports). The other revision is checked out
 in a temporary git worktree (with its own numba cache, compiled in a first round that is not
 counted). Each round measures both trees, one after the other, each in fresh processes; the table
@@ -22,7 +22,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MEASURES = ("standing quadruped, us a step", "quadruped under PD, us a step",
-            "the same with inverse dynamics, us a step", "four-bar with its loop, us a step",
+            "the same with inverse dynamics, us a step", "arm7 under RUNGE_KUTTA_4, us a step",
+            "four-bar with its loop, us a step",
             "raisimcli run quadruped_pd.toml, s")
 
 
@@ -44,11 +45,16 @@ def measure(tree: str) -> list[float]:
     pd = per_call_us(w.integrate, repeat=5, number=1000)
     r.set_compute_inverse_dynamics(True)
     pd_id = per_call_us(w.integrate, repeat=5, number=1000)
+    w, r = setup("arm7")
+    r.set_integration_scheme("RUNGE_KUTTA_4")
+    for _ in range(200):
+        w.integrate()
+    rk4 = per_call_us(w.integrate, repeat=5, number=1000)
     from constraints_cost import ROBOTS, fourbars, load_urdf_string, World
     w = World(0.001)
     w.add_articulated_system(load_urdf_string(fourbars(1), path=f"{ROBOTS}/x.urdf"))
     loop = per_call_us(w.integrate, repeat=5, number=1000)
-    return [stand, pd, pd_id, loop]
+    return [stand, pd, pd_id, rk4, loop]
 
 
 def run_command(tree: str, out: str) -> float:

@@ -44,27 +44,30 @@ def step(world, warm_start):
     then). A robot that touches no other robot is stepped by _alone; robots in contact with each
     other form an island of step/world_step.py's impulse problem."""
     systems = world.systems
-    if not systems or any(s.integrate1_pending for s in systems):
-        return None
-    if len(systems) == 1:
+    cw = world.contact_world
+    if len(systems) == 1:  # (one island, without the grouping)
         s = systems[0]
+        if s.integrate1_pending:
+            return None
         if not s.constraints or s.mimics_only() is not None:  # (loops: this module's)
             done = quick.step(world, s, warm_start)
             if done is not None:
                 return done
-    else:
-        done = quick.step_apart(world, warm_start)
-        if done is not None:
-            return done
-    cw = world.contact_world
+        dynamics = s.pinocchio_dynamics()  # (spec step 1's kinematics)
+        contacts = cw.detect() if cw.active else EMPTY_CONTACTS
+        return contacts, _alone(s, world.dt, contacts, warm_start, *dynamics)
+    if not systems or any(s.integrate1_pending for s in systems):
+        return None
+    done = quick.step_apart(world, warm_start)
+    if done is not None:
+        return done
     pinocchio = {id(s): s.pinocchio_dynamics() for s in systems}  # (spec step 1's kinematics)
-    if len(systems) > 1:
-        apart = cw.detect_apart() if cw.active else None
-        if apart is not None:  # robots on the ground, none near another: each one on its own
-            part_of = {id(rs.system): part for rs, part in zip(cw.robots, apart)}
-            parts = [_alone(s, world.dt, part_of[id(s)], warm_start, *pinocchio[id(s)])
-                     for s in systems]
-            return ContactSet.joined(apart), WarmStart.of_parts(parts)
+    apart = cw.detect_apart() if cw.active else None
+    if apart is not None:  # robots on the ground, none near another: each one on its own
+        part_of = {id(rs.system): part for rs, part in zip(cw.robots, apart)}
+        parts = [_alone(s, world.dt, part_of[id(s)], warm_start, *pinocchio[id(s)])
+                 for s in systems]
+        return ContactSet.joined(apart), WarmStart.of_parts(parts)
     contacts = cw.detect() if cw.active else EMPTY_CONTACTS
     return contacts, _islands(world, contacts, warm_start, pinocchio)
 
