@@ -188,7 +188,7 @@ def test_nonlinearities_by_inverse_dynamics_equal_the_sum_of_the_step(name):
     Pinocchio's inverse dynamics, T rnea(q_pin, u_pin, c); the step forms T (h_pin + M_pin c)
     from nonLinearEffects and crba. Here the second is built in numpy from the dense T and
     Pinocchio's own calls: the two agree to rounding, at the world's gravity and at another,
-    and the step's own h (the general path's) is that sum."""
+    and the step's own h (step/explicit.py's stage) is that sum."""
     import pinocchio as pin
     _, sys = make(robot(name))
     pm = pin.Model(sys.pinocchio.model)  # (a copy: its gravity is set here)
@@ -212,6 +212,10 @@ def test_nonlinearities_by_inverse_dynamics_equal_the_sum_of_the_step(name):
             # (the size of the terms summed: gravity's, and |M| |u|^2 of the velocity terms)
             scale = np.abs(M_pin).max() * (np.linalg.norm(gravity) + np.abs(u_pin).max() ** 2)
             assert_close(h, ref, rtol=1e-13, atol=1e-14 * scale, what=f"h at g={gravity}")
+            if gravity == (0.0, 0.0, -9.81):  # (the world's: the step's h, the stage kernel's)
+                from raisimcli.physics.step.explicit import make_stage
+                st = make_stage(sys, 0.001, *sys.pinocchio_dynamics())
+                assert_close(st.h, ref, rtol=1e-13, atol=1e-14 * scale, what="the step's h")
             if name != "spherical_chain.urdf":  # c != 0 on a moving floating base
                 assert np.abs(T @ M_pin @ c).max() > 1e-3
 
