@@ -35,6 +35,26 @@ def test_run_and_compare_results_go_to_stdout(tmp_path):
     assert r.exit_code == 0 and r.stdout.strip().splitlines()[-1].startswith("OK:")
 
 
+def test_the_progress_bar_on_stderr_says_the_time_elapsed_and_left(tmp_path):
+    """run's progress line gives the steps, the simulated time, the real-time factor, the time
+    elapsed and an estimate of the time left (0 once done); a sweep's the cases done, the
+    failed ones and the same two times. On stderr, so that stdout stays the results."""
+    r = run("run", f"{SCENARIOS}/pendulum.toml", "--duration", "0.05", "-o", tmp_path / "p.h5")
+    assert r.exit_code == 0, r.output
+    line = [x for x in r.stderr.splitlines() if "steps" in x][-1]
+    assert "50/50 steps" in line and "real time" in line, line
+    assert line.rstrip().endswith("elapsed, 0:00:00 left"), line
+    assert "left" not in r.stdout
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'scenario = "{SCENARIOS}/pendulum.toml"\n'
+                     'set = { "world.duration" = 0.02 }\n'
+                     '[grid]\n"world.dt" = [0.001, 0.002]\n')
+    r = run("sweep", sweep, "-o", tmp_path / "out", "-j", "1")
+    assert r.exit_code == 0, r.output
+    line = [x for x in r.stderr.splitlines() if "failed" in x and "left" in x][-1]
+    assert "/2" in line and "elapsed," in line, line
+
+
 def test_json_failure_is_a_json_error_object_on_stdout(tmp_path):
     bad = tmp_path / "bad.urdf"
     bad.write_text("<robot name='x'><link name='a'><inertial><mass value='-1'/>"

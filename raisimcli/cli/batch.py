@@ -67,7 +67,8 @@ def prepare_cases(cases, out_dir, duration, strict, ignore):
 def run_batch(cases, out_dir, *, jobs, scheduler, resume, duration, strict, ignore, as_json,
               quiet, parameter_names=()) -> None:
     """Run the cases, write the logs and the index, report, and exit with 0 / 1 / 130."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+        TimeElapsedColumn, TimeRemainingColumn
 
     from raisimcli.batch.engine import Scheduler, check_outputs, index_rows, run_tasks, \
         write_index
@@ -88,6 +89,7 @@ def run_batch(cases, out_dir, *, jobs, scheduler, resume, duration, strict, igno
     if show:
         progress = Progress(TextColumn("[bold]cases"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
+                            TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
                             console=stderr, transient=False)
         bar = progress.add_task("cases", total=len(tasks), failed=0)
         progress.start()

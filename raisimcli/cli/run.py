@@ -8,7 +8,8 @@ import sys
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, \
+    TimeRemainingColumn
 from rich.table import Table
 
 from raisimcli.cli.batch import scheduler_options
@@ -99,7 +100,9 @@ def run_command(scenarios, output, duration, overrides, strict, max_joints, igno
                                 TextColumn("{task.completed}/{task.total} steps"),
                                 TextColumn("t = {task.fields[sim]:.3f} s"),
                                 TextColumn("x{task.fields[rtf]:.2f} real time"),
-                                TimeElapsedColumn(), console=stderr, transient=False)
+                                TimeElapsedColumn(), TextColumn("elapsed,"),
+                                TimeRemainingColumn(), TextColumn("left"), console=stderr,
+                                transient=False)
             task = progress.add_task(os.path.basename(scenario), total=scn.steps, sim=0.0,
                                      rtf=0.0)
             progress.start()
