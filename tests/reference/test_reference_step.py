@@ -183,7 +183,7 @@ def test_the_quadruped_landing_under_each_scheme_steps_as_the_reference(scheme):
 
 
 # what each case of tests/cases.py must have shown by its last step or at some step (so that the
-# comparison covered it): contacts at once, robots touching each other, constraint impulses
+# comparison covered it): how many contacts at once, and what they touched
 _SHOWN = {"drop": lambda w, most: len(w.contacts) == 4,
           "box_tilted": lambda w, most: most >= 2, "can_tilted": lambda w, most: most >= 2,
           "can_upright": lambda w, most: most == 4, "plate": lambda w, most: most == 4,
