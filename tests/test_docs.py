@@ -19,7 +19,7 @@ def read(*parts):
 
 
 def test_commands():
-    assert COMMANDS == ["compare", "export", "inspect", "plot", "run", "sweep"]
+    assert COMMANDS == ["compare", "export", "inspect", "plot", "replay", "run", "sweep", "view"]
 
 
 @pytest.mark.parametrize("name", COMMANDS)

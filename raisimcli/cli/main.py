@@ -64,6 +64,7 @@ def cli():
 from raisimcli.cli import compare as _compare  # noqa: E402
 from raisimcli.cli import export as _export  # noqa: E402
 from raisimcli.cli import plot as _plot  # noqa: E402
+from raisimcli.cli import replay as _replay  # noqa: E402
 from raisimcli.cli import inspect as _inspect  # noqa: E402
 from raisimcli.cli import run as _run  # noqa: E402
 from raisimcli.cli import batch as _batch  # noqa: E402
@@ -74,6 +75,8 @@ cli.add_command(_inspect.inspect_command)
 cli.add_command(_compare.compare_command)
 cli.add_command(_export.export_command)
 cli.add_command(_plot.plot_command)
+cli.add_command(_replay.replay_command)
+cli.add_command(_replay.view_command)
 
 
 def main() -> None:

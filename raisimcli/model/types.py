@@ -46,12 +46,12 @@ class Inertial:
 
 @dataclass(frozen=True)
 class Geometry:
-    """One collision shape of a link.
+    """One collision (or visual) shape of a link.
 
     `kind`: box | sphere | cylinder | capsule | mesh. `origin`: (4, 4) pose in the link frame.
     `size`: box (3,) full extents; sphere (radius,); cylinder and capsule (radius, length), the
     axis along z. `mesh`: resolved absolute path; `scale`: (3,). `line`: of its element in the
-    URDF, for messages.
+    URDF, for messages. `rgba`: a visual's colour from its `<material>` (None: none given).
     """
 
     kind: str
@@ -61,6 +61,7 @@ class Geometry:
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
     line: int | None = None
     uri: str | None = None  # a mesh's filename as the URDF writes it
+    rgba: tuple[float, float, float, float] | None = None
 
 
 @dataclass(frozen=True)

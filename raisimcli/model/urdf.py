@@ -107,6 +107,56 @@ def load_urdf_string(text: str, path: str = "<string>", base: str | None = None,
     return _UrdfReader(path, max_joints).read(root, text, base, strict)
 
 
+def visual_shapes(robot: RobotModel) -> tuple[dict[str, tuple[Geometry | None, ...]],
+                                                list[ModelWarning]]:
+    """Each link's `<visual>` shapes in `robot`'s URDF text, read as its `<collision>` shapes are
+    (meshes found from the URDF's folder, `robot.path`), with the colour of their `<material>`
+    (its own `<color rgba>`, or that of the `<robot>`'s material of its name): (link name ->
+    shapes, warnings). A visual that cannot be read (a mesh not found, a bad size) is None
+    there, with a warning (code `visual-dropped`): what a robot looks like never stops a
+    program that can simulate it."""
+    root = parse_xml_bytes(robot.urdf_text.encode(), robot.path, "URDF")
+    reader = _UrdfReader(robot.path)
+    warnings: list[ModelWarning] = []
+
+    def dropped(el, message: str) -> None:
+        warnings.append(ModelWarning("visual-dropped", message, robot.path, el.sourceline,
+                                     describe(el)))
+
+    def colour(mel):
+        c = None if mel is None else mel.find("color")
+        if c is None:
+            return None
+        rgba = reader.vector(c, "rgba", 4, required=True)
+        if np.any((rgba < 0) | (rgba > 1)):
+            raise reader.error(c, f"rgba must be 4 numbers in [0, 1], got {c.get('rgba')!r}")
+        return tuple(float(x) for x in rgba)
+
+    named = {}
+    for mel in root.findall("material"):
+        try:
+            named[mel.get("name")] = colour(mel)
+        except ModelError as e:
+            dropped(mel, f"{e.detail}: the material has no colour")
+    shapes: dict[str, tuple[Geometry, ...]] = {}
+    for el in root.findall("link"):
+        found = []
+        for vel in el.findall("visual"):
+            try:
+                g = reader.geometry(vel)
+                mel = vel.find("material")
+                rgba = colour(mel)
+                if rgba is None and mel is not None:
+                    rgba = named.get(mel.get("name"))
+            except ModelError as e:
+                dropped(vel, f"{e.detail}: the <visual> is left out")
+                g = None
+            found.append(None if g is None else replace(g, rgba=rgba))
+        shapes[el.get("name")] = tuple(found)
+    warnings += [replace(w, code="visual-dropped") for w in reader.warnings]
+    return shapes, warnings
+
+
 def expand_xacro(path: str, args: dict[str, str]) -> str:
     """The URDF text of a xacro file, with its arguments `args` (name -> value), expanded by the
     `xacro` package (the optional extra `raisimcli[xacro]`)."""
@@ -289,17 +339,18 @@ class _UrdfReader(AttributeReader):
                           "body has this inertia; simulated as given")
 
     def geometry(self, cel) -> Geometry | None:
-        """The shape of a `<collision>`, or None when urdfdom would drop the element (no
-        geometry, an unknown shape, an unreadable mesh scale): then a warning says so, as
-        Pinocchio and RaiSim load such files with the shape left out."""
+        """The shape of a `<collision>` (or `<visual>`), or None when urdfdom would drop the
+        element (no geometry, an unknown shape, an unreadable mesh scale): then a warning says
+        so, as Pinocchio and RaiSim load such files with the shape left out."""
         T = self.origin(cel)
+        tag = f"<{cel.tag}>"
         gel = cel.find("geometry")
         if gel is None:
-            self.warn(cel, "collision-dropped", "<collision> without <geometry>: left out")
+            self.warn(cel, "collision-dropped", f"{tag} without <geometry>: left out")
             return None
         shapes = [c for c in gel if isinstance(c.tag, str)]
         if not shapes:
-            self.warn(gel, "collision-dropped", "<geometry> without a shape: the <collision> is "
+            self.warn(gel, "collision-dropped", f"<geometry> without a shape: the {tag} is "
                       "left out")
             return None
         s = shapes[0]
@@ -308,7 +359,7 @@ class _UrdfReader(AttributeReader):
                       f"first, <{s.tag}>, is used (as urdfdom does)")
         if s.tag not in GEOMETRY_TAGS:
             self.warn(s, "collision-dropped", f"unknown geometry <{s.tag}> (expected one of "
-                      f"{', '.join(f'<{t}>' for t in GEOMETRY_TAGS)}): the <collision> is left out")
+                      f"{', '.join(f'<{t}>' for t in GEOMETRY_TAGS)}): the {tag} is left out")
             return None
         if s.tag == "box":
             size = self.vector(s, "size", 3, required=True)
@@ -326,7 +377,7 @@ class _UrdfReader(AttributeReader):
         text = s.get("scale")
         if text is not None and len(text.split()) not in (1, 3):
             self.warn(s, "collision-dropped", f"mesh scale {text!r} is not 1 or 3 numbers: the "
-                      "<collision> is left out (as urdfdom does)")
+                      f"{tag} is left out (as urdfdom does)")
             return None
         scale = self.vector(s, "scale", (1, 3), default=(1, 1, 1))
         if scale.size == 1:
