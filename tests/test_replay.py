@@ -353,3 +353,67 @@ def test_the_page_s_data_is_json_the_page_can_hold(drop_log):
                       re.S).group(1)
     data = json.loads(block)
     assert data["frames"] == len(_decode(data["time"]))
+
+
+@pytest.fixture(scope="module")
+def pushed(tmp_path_factory):
+    """The standing quadruped (golden) and the same run pushed over by 600 N sideways on its
+    base from t = 0.3 s (new): (folder, golden log, new log)."""
+    folder = tmp_path_factory.mktemp("pushed")
+    text = open(os.path.join(SCENARIOS, "quadruped_stand.toml")).read().replace(
+        "../robots/", os.path.join(ROBOTS, ""))
+    (folder / "stand.toml").write_text(text)
+    (folder / "pushed.toml").write_text(text + """
+[[robot.external]]
+link = "base"
+force = [0.0, 600.0, 0.0]
+start = 0.3
+stop = 0.4
+""")
+    golden = _run(folder, str(folder / "stand.toml"), 1.0, "golden.h5")
+    new = _run(folder, str(folder / "pushed.toml"), 1.0, "new.h5")
+    return folder, golden, new
+
+
+def test_the_compare_report_replays_both_runs_from_the_first_failing_time(pushed, browser):
+    folder, golden, new = pushed
+    report = str(folder / "report.html")
+    r = CliRunner().invoke(cli, ["compare", golden, new, "--html", report, "-q"])
+    assert r.exit_code == 1, r.output
+    # the push acts from the step that starts at t = 0.3 s: the first row that differs ends it
+    assert "opening at t = 0.301 s" in open(report).read()
+    context = browser.new_context(viewport={"width": 1100, "height": 1000})
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto("file://" + report)
+    frame = page.frame(url=lambda u: u.startswith("about:srcdoc")) or page.frames[1]
+    _wait(frame, "window.raisimcliReplay !== undefined && window.raisimcliReplay.ready", 60)
+    times = np.array(frame.evaluate("window.raisimcliReplay.times()"))
+    shown = frame.evaluate("window.raisimcliReplay.time()")
+    assert shown == times[times <= 0.301 + 1e-12].max()
+    assert frame.evaluate("window.raisimcliReplay.inView()") == {"quadruped": True,
+                                                               "quadruped (golden)": True}
+    end = frame.evaluate(f"window.raisimcliReplay.poseAt({times[-1]})")["robots"]
+    assert abs(end["quadruped"]["base"][1] - end["quadruped (golden)"]["base"][1]) > 0.2
+    assert errors == []
+
+
+def test_a_folder_compare_writes_a_report_per_differing_log_and_an_index(tmp_path, pushed):
+    _, golden, new = pushed
+    for side, second in (("golden", golden), ("new", new)):
+        (tmp_path / side).mkdir()
+        shutil.copy(golden, tmp_path / side / "stand.h5")
+        shutil.copy(second, tmp_path / side / "pushed.h5")
+    out = tmp_path / "reports"
+    r = CliRunner().invoke(cli, ["compare", str(tmp_path / "golden"), str(tmp_path / "new"),
+                                 "--html", str(out) + "/", "-j", "1", "-q"])
+    assert r.exit_code == 1, r.output
+    assert sorted(os.listdir(out)) == ["index.html", "pushed.html"]
+    index = (out / "index.html").read_text()
+    assert "<a href='pushed.html'>pushed</a>" in index and "0.301 s" in index
+    assert "stand</td><td class='pass'>pass" in index
+    assert "id='replay'" in (out / "pushed.html").read_text()
+    r = CliRunner().invoke(cli, ["compare", str(tmp_path / "golden"), str(tmp_path / "new"),
+                                 "--html", str(tmp_path / "index.html"), "-j", "1"])
+    assert r.exit_code == 2 and "end the name with /" in r.stderr

@@ -92,9 +92,10 @@ def _as_dict(c: Comparison) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--junit-xml", type=click.Path(dir_okay=False), default=None,
               help="Write a JUnit XML report (one test case per dataset).")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
-              help="Write a self-contained HTML report with a figure per failing dataset "
-                   "(needs matplotlib).")
+@click.option("--html", "html_path", type=click.Path(), default=None,
+              help="Write a self-contained HTML report: a figure per failing dataset and the "
+                   "replay of both runs (needs matplotlib). Two folders: DIR/, a report per "
+                   "differing log and an index.")
 @click.option("--update", is_flag=True, help="Replace GOLDEN with NEW (after the comparison).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary line.")
 @scheduler_options
@@ -188,9 +189,9 @@ def _compare_folders(golden, new, options, tolerances, max_report, as_json, juni
     for option, d in (("GOLDEN", golden), ("NEW", new)):
         if not os.path.isdir(d):
             raise UsageError(f"{option} {d}: not a folder; compare two folders or two logs")
-    if html_path:
-        raise UsageError("--html reports on two logs; compare the logs of one case for it")
     inputs = (tolerances,)
+    if html_path:
+        _check_report_folder(html_path)
     if junit_xml:
         check_output(junit_xml, "--junit-xml", "JUnit report", marked, inputs)
     options["tolerances"] = load_tolerances(tolerances) if tolerances else []
@@ -198,6 +199,9 @@ def _compare_folders(golden, new, options, tolerances, max_report, as_json, juni
     fc = compare_folders(golden, new, scheduler=sched, **options)
     if junit_xml:
         _junit_folders(fc, junit_xml, inputs)
+    if html_path:
+        from raisimcli.log.report import folder_report
+        folder_report(fc, html_path, inputs)
     n_fail = len(fc.failures)
     summary = (f"{'OK' if fc.ok else 'DIFFERENT'}: {len(fc.pairs)} logs, {n_fail} failing "
                f"({golden} vs {new})")
@@ -235,6 +239,25 @@ def _compare_folders(golden, new, options, tolerances, max_report, as_json, juni
         return
     if not fc.ok:
         raise SystemExit(1)
+
+
+def _check_report_folder(path: str) -> None:
+    """--html DIR/ of a folder compare: a folder, or a name ending in / to create in one that
+    exists (UsageError otherwise); matplotlib installed."""
+    import importlib.util
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"--html {path}: comparing two folders writes a report per differing "
+                         "log and an index into a folder; this is a file (give DIR/)")
+    if not os.path.isdir(path):
+        if not path.endswith(("/", os.sep)):
+            raise UsageError(f"--html {path}: comparing two folders writes a report per "
+                             "differing log and an index into a folder; end the name with / to "
+                             "create it")
+        parent = os.path.dirname(os.path.abspath(path.rstrip("/" + os.sep)))
+        if not os.path.isdir(parent):
+            raise UsageError(f"--html {path}: the folder {parent} does not exist")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--html needs matplotlib: pip install 'raisimcli[plot]'")
 
 
 def _junit_folders(fc, path: str, inputs: tuple) -> None:

@@ -43,6 +43,7 @@ class DatasetResult:
     max_rel: float = 0.0
     where: str = ""              # time and column of the worst entry
     tolerance: Tolerance | None = None
+    first_time: float | None = None  # the time of the first row with an entry beyond tolerance
 
     @property
     def ok(self) -> bool:
@@ -67,6 +68,12 @@ class Comparison:
     @property
     def failures(self) -> list[DatasetResult]:
         return [r for r in self.results if not r.ok]
+
+    @property
+    def first_failing_time(self) -> float | None:
+        """The earliest time at which a dataset over time has an entry beyond its tolerance."""
+        times = [r.first_time for r in self.results if r.first_time is not None]
+        return min(times) if times else None
 
 
 def load_tolerances(path: str) -> list[tuple[str, Tolerance]]:
@@ -330,6 +337,10 @@ def _compare_dataset(path, g: h5py.Dataset, n: h5py.Dataset, tol: Tolerance, tim
             bound = np.zeros_like(err)
         res.compared += a.size
         res.failing += int(bad.sum())
+        if res.first_time is None and bad.any() and time is not None and g.ndim >= 1 and \
+                g.dims[0].label == "time":
+            first = r0 + int(np.argmax(bad.reshape(len(bad), -1).any(axis=1)))
+            res.first_time = float(time[first]) if first < len(time) else None
         if a.size:
             res.max_abs = max(res.max_abs, float(err.max()))
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -16,7 +16,8 @@ from raisimcli.writing import marked, output_file
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:3px 8px}
 th{background:#eee}.pass{color:#080}.fail,.missing,.extra,.structure{color:#c00;font-weight:bold}
-figure{margin:1.5em 0}svg{max-width:100%;height:auto}"""
+figure{margin:1.5em 0}svg{max-width:100%;height:auto}
+#replay{width:100%;height:760px;border:1px solid #ccc}"""
 
 
 def _svg(fig) -> str:
@@ -41,6 +42,23 @@ def _units(dataset):
         return None
     one = dataset.attrs.get("units")
     return _text(one) if one is not None else None
+
+
+def _replay(c: Comparison) -> str:
+    """The report's replay section: the new log's robots solid and the golden log's translucent
+    in one view (raisimcli.replay), opening at the first time a dataset fails; a paragraph
+    saying why when the logs cannot be replayed."""
+    from raisimcli.errors import RaisimcliError
+    from raisimcli.replay import html_of
+    start = c.first_failing_time
+    try:
+        page, _ = html_of(c.new, ghost=c.golden, start=start or 0.0)
+    except RaisimcliError as e:
+        return f"<h2>Replay</h2><p>No replay: {html.escape(str(e))}</p>"
+    when = "" if start is None else f", opening at t = {start:.6g} s, where the first dataset fails"
+    return (f"<h2>Replay</h2><p>The new run solid, the golden run translucent{when}.</p>"
+            f"<iframe id='replay' title='replay of both runs' sandbox='allow-scripts' "
+            f"srcdoc=\"{html.escape(page, quote=True)}\"></iframe>")
 
 
 def html_report(c: Comparison, path: str, max_figures: int = 20, inputs: tuple = ()) -> int:
@@ -75,6 +93,7 @@ def html_report(c: Comparison, path: str, max_figures: int = 20, inputs: tuple =
                            f"{html.escape(r.path)}: {html.escape(r.reason)}"
                            f"{', worst at ' + html.escape(r.where) if r.where else ''}"
                            f"</figcaption>{_svg(fig)}</figure>")
+    replay = _replay(c)
     verdict = "OK" if c.ok else "DIFFERENT"
     attrs = "".join(f"<li>{html.escape(a)}</li>" for a in c.attributes)
     doc = f"""<!DOCTYPE html>
@@ -90,6 +109,7 @@ differ.</p>
 <table><tr><th>dataset</th><th>status</th><th>max abs err</th><th>max rel err</th>
 <th>failing</th><th>where</th><th>tolerance / reason</th></tr>
 {"".join(rows)}</table>
+{replay}
 <h2>Failing datasets over time</h2>
 {"".join(figures) or "<p>none</p>"}
 </body></html>
@@ -98,3 +118,44 @@ differ.</p>
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(doc)
     return len(figures)
+
+
+def folder_report(fc, folder: str, inputs: tuple = ()) -> list[str]:
+    """The reports of a folder compare (raisimcli.batch.compare_dirs.FolderComparison) in
+    `folder` (made if missing): `<name>.html` for each pair of logs that differ (html_report,
+    with the replay of both) and `index.html`, a table of every pair linking to its report.
+    Returns the files written, the index last."""
+    import os
+    os.makedirs(folder, exist_ok=True)
+    written, rows = [], []
+    for p in sorted(fc.pairs, key=lambda p: (p.ok, p.name)):
+        link = html.escape(p.name)
+        if p.comparison is not None and not p.ok:
+            name = f"{p.name}.html"
+            html_report(p.comparison, os.path.join(folder, name), inputs=inputs)
+            written.append(os.path.join(folder, name))
+            link = f"<a href='{html.escape(name)}'>{html.escape(p.name)}</a>"
+        failing = len(p.comparison.failures) if p.comparison is not None else "-"
+        first = p.comparison.first_failing_time if p.comparison is not None else None
+        rows.append(f"<tr><td>{link}</td><td class='{p.status}'>{p.status}</td>"
+                    f"<td>{failing}</td><td>{'' if first is None else f'{first:.6g} s'}</td>"
+                    f"<td>{html.escape(p.reason)}</td></tr>")
+    verdict = "OK" if fc.ok else "DIFFERENT"
+    doc = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="raisimcli">
+<title>raisimcli compare: {verdict}</title>
+<style>{STYLE}</style></head><body>
+<h1>raisimcli compare: {verdict}</h1>
+<p>golden: {html.escape(fc.golden)}<br>new: {html.escape(fc.new)}<br>
+{len(fc.pairs)} logs compared, {len(fc.failures)} failing; each failing pair's report (its
+datasets, figures and the replay of both runs) is linked.</p>
+<table><tr><th>log</th><th>status</th><th>failing datasets</th><th>first failing time</th>
+<th>reason</th></tr>
+{"".join(rows)}</table>
+</body></html>
+"""
+    index = os.path.join(folder, "index.html")
+    with output_file(index, "--html", "report", marked, inputs) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(doc)
+    return written + [index]

@@ -29,10 +29,13 @@ class Replay:
     warnings: tuple[str, ...]
 
 
-def html_of(log_path: str, fps: float = FPS) -> tuple[str, Scene]:
+def html_of(log_path: str, fps: float = FPS, *, ghost: str | None = None,
+            start: float = 0.0) -> tuple[str, Scene]:
     """The replay page of the log at `log_path` and its scene (LogError for a log that cannot be
-    replayed)."""
-    scene = read_scene(os.fspath(log_path), fps)
+    replayed). `ghost`: a second log (the golden one of a comparison) whose robots the page shows
+    translucent beside the first's; `start`: the time (s) the page opens at."""
+    scene = read_scene(os.fspath(log_path), fps, ghost=None if ghost is None else
+                       os.fspath(ghost), start=start)
     return page(scene.data), scene
 
 

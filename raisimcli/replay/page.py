@@ -24,6 +24,7 @@ body { display: flex; flex-direction: column; }
 header { padding: 6px 10px; background: #2c3e50; color: #fff; display: flex; gap: 16px;
   align-items: baseline; }
 header .file { opacity: 0.7; }
+header .ghost { color: #9cc0ff; }
 #view { flex: 1 1 auto; min-height: 200px; position: relative; overflow: hidden; }
 #legend { position: absolute; right: 10px; top: 8px; background: rgba(255,255,255,0.85);
   padding: 3px 6px; border-radius: 3px; color: #c0392b; }
@@ -39,7 +40,8 @@ header .file { opacity: 0.7; }
 """
 
 _BODY = """
-<header><strong>{title}</strong><span class="file">{file}</span><span>{status}</span></header>
+<header><strong>{title}</strong><span class="file">{file}</span>{ghost}<span>{status}</span>
+</header>
 <div id="view"><div id="legend" hidden></div></div>
 <div id="bar">
   <button id="play" title="play / pause (space)">play</button>
@@ -84,7 +86,11 @@ def page(data: dict) -> str:
     """The HTML of the replay of `data` (scene.Scene.data)."""
     scene = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     viewer = (_HERE / "viewer.js").read_text()
+    ghost = data.get("ghost_file")
     body = _BODY.format(title=html.escape(data["title"]), file=html.escape(data["file"]),
+                        ghost="" if ghost is None else
+                        f"<span class=\"ghost\">golden: {html.escape(ghost)} (translucent "
+                        "blue)</span>",
                         status="" if data["status"] == "complete" else
                         html.escape(f"run {data['status']}"))
     return (

@@ -59,10 +59,40 @@ def frame_rows(time: np.ndarray, fps: float = FPS) -> np.ndarray:
     return rows
 
 
-def read_scene(path: str, fps: float = FPS) -> Scene:
-    """The scene of the log at `path` (LogError for a log that cannot be replayed)."""
+def read_scene(path: str, fps: float = FPS, *, ghost: str | None = None,
+               start: float = 0.0) -> Scene:
+    """The scene of the log at `path` (LogError for a log that cannot be replayed). `ghost`:
+    another log (a golden one) whose robots are shown too, translucent, each at its row at or
+    before each frame's time; `start`: the time the page opens at."""
     with LogFile(path, check=True) as log, reading(path):
-        return _scene(log, path, fps)
+        scene = _scene(log, path, fps)
+    scene.data["start"] = float(start)
+    if ghost is not None:
+        time = _decode_f64(scene.data["time"])
+        with LogFile(ghost, check=True) as log, reading(ghost):
+            scene.data["robots"] += _ghosts(log, ghost, time, scene)
+        scene.data["ghost_file"] = os.path.basename(ghost)
+    return scene
+
+
+def _decode_f64(packed: dict) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(packed["f64"]), dtype="<f8")
+
+
+def _ghosts(log: LogFile, path: str, frame_time: np.ndarray, scene: Scene) -> list[dict]:
+    """The robots of the log at `path`, at its rows at or before the frames' times (the first
+    row before its first row's time), named `name (golden)`."""
+    time = log.time
+    if not log.robot_names or len(time) == 0:
+        raise LogError(f"{path}: the log holds no robot or no row: nothing to replay")
+    rows = np.clip(np.searchsorted(time, frame_time[1:] + 1e-12, side="right") - 1, 0, None)
+    robots = []
+    for name in log.robot_names:
+        r = _robot(log, path, name, rows, scene.data["meshes"], scene)
+        r.update(name=f"{name} (golden)", ghost=True)
+        robots.append(r)
+    scene.meshes = list(scene.data["meshes"])
+    return robots
 
 
 def _scene(log: LogFile, path: str, fps: float) -> Scene:
@@ -139,6 +169,7 @@ def _robot(log: LogFile, path: str, name: str, rows, meshes: dict, scene: Scene)
         "position": _b64(pos, "f64"),
         "quaternion": _b64(quat, "f32"),
         "torque": _torque(g, rows, model),
+        "ghost": False,
     }
 
 

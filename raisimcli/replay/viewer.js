@@ -44,16 +44,19 @@ const controls = new OrbitControls(camera, renderer.domElement);
 controls.enableDamping = false;
 
 const PALETTE = { visual: 0xb4b9c0, collision: 0xd98c3f, inertia: 0x6a8fc9 };
-function material(shape) {
-  if (shape.rgba) {
-    const [r, g, b, a] = shape.rgba;
-    return new THREE.MeshStandardMaterial({
-      color: new THREE.Color(r, g, b), opacity: a, transparent: a < 1, roughness: 0.6,
-      metalness: 0.1,
-    });
+const GHOST = { colour: 0x5b8def, opacity: 0.35 };  // a golden log's robots (compare --html)
+function material(shape, ghost) {  // (a URDF colour is read as sRGB)
+  const colour = new THREE.Color(ghost ? GHOST.colour : PALETTE[shape.source]);
+  let a = 1;
+  if (shape.rgba && !ghost) {
+    colour.setRGB(shape.rgba[0], shape.rgba[1], shape.rgba[2], THREE.SRGBColorSpace);
+    a = shape.rgba[3];
   }
-  return new THREE.MeshStandardMaterial({ color: PALETTE[shape.source], roughness: 0.6,
-    metalness: 0.1 });
+  const opacity = ghost ? GHOST.opacity : a;
+  return new THREE.MeshStandardMaterial({
+    color: colour, opacity, transparent: opacity < 1, depthWrite: opacity >= 1, roughness: 0.6,
+    metalness: 0.1,
+  });
 }
 
 const meshGeometry = {};
@@ -120,8 +123,8 @@ const robots = data.robots.map((r) => {
     const group = new THREE.Group();
     group.name = link.name;
     for (const shape of link.shapes) {
-      const mesh = new THREE.Mesh(geometry(shape), material(shape));
-      mesh.castShadow = true;
+      const mesh = new THREE.Mesh(geometry(shape), material(shape, r.ghost));
+      mesh.castShadow = !r.ghost;
       if (shape.kind === 'mesh') mesh.scale.fromArray(shape.scale);
       group.add(placed(mesh, shape));
     }
@@ -442,7 +445,8 @@ robotChanged();
 resize();
 show(0);
 frameCamera();
-show(0);
+simTime = Math.min(Math.max(data.start || 0, 0), duration);
+show(frameAt(simTime));
 requestAnimationFrame(tick);
 
 // --- the page's interface for scripts and tests ---------------------------------------------
@@ -476,6 +480,18 @@ window.raisimcliReplay = {
       orientations[r.name] = turns;
     }
     return { t: times[frame], frame, robots: robotsOut, orientations };
+  },
+  // per robot, whether any of its links is inside the camera's view
+  inView: () => {
+    camera.updateMatrixWorld();
+    scene.updateMatrixWorld(true);
+    const frustum = new THREE.Frustum().setFromProjectionMatrix(new THREE.Matrix4()
+      .multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse));
+    const out = {};
+    for (const r of robots) {
+      out[r.name] = r.links.some((g) => frustum.intersectsBox(new THREE.Box3().setFromObject(g)));
+    }
+    return out;
   },
   render: () => renderer.render(scene, camera),
 };
