@@ -339,7 +339,7 @@ function drawPlot() {
   }
   if (!(hi >= lo)) { lo = -1; hi = 1; }
   if (hi - lo < 1e-9) { lo -= 1; hi += 1; }
-  const pad = { left: 64, right: 12, top: 10, bottom: 26 };
+  const pad = { left: 84, right: 12, top: 10, bottom: 26 };
   const X = (t) => pad.left + (width - pad.left - pad.right) * (duration > 0 ? t / duration : 0);
   const Y = (v) => pad.top + (height - pad.top - pad.bottom) * (hi - v) / (hi - lo);
   ctx.font = '11px sans-serif';
@@ -348,8 +348,11 @@ function drawPlot() {
   ctx.lineWidth = 1;
   ctx.strokeRect(pad.left, pad.top, width - pad.left - pad.right, height - pad.top - pad.bottom);
   ctx.textAlign = 'right';
-  ctx.fillText(hi.toPrecision(3), pad.left - 4, pad.top + 9);
-  ctx.fillText(lo.toPrecision(3), pad.left - 4, height - pad.bottom);
+  // enough digits that the two ends differ
+  const digits = Math.min(12, Math.max(3,
+    Math.ceil(Math.log10(Math.max(Math.abs(hi), Math.abs(lo)) / (hi - lo))) + 2));
+  ctx.fillText(hi.toPrecision(digits), pad.left - 4, pad.top + 9);
+  ctx.fillText(lo.toPrecision(digits), pad.left - 4, height - pad.bottom);
   const unit = r.units[dof] || '';
   ctx.save();
   ctx.translate(12, (height - pad.bottom + pad.top) / 2);
@@ -388,7 +391,7 @@ function drawPlot() {
 }
 ui.plot.addEventListener('click', (e) => {
   const rect = ui.plot.getBoundingClientRect();
-  const left = 64;
+  const left = 84;
   const t = (e.clientX - rect.left - left) / (rect.width - left - 12) * duration;
   setPlaying(false);
   seek(t);
@@ -410,7 +413,7 @@ function frameCamera() {
   for (const r of robots) for (const g of r.links) box.expandByObject(g);
   if (box.isEmpty()) box.set(new THREE.Vector3(-1, -1, -1), new THREE.Vector3(1, 1, 1));
   const centre = box.getCenter(new THREE.Vector3());
-  const size = Math.max(box.getSize(new THREE.Vector3()).length(), 0.2);
+  const size = Math.max(box.getSize(new THREE.Vector3()).length(), 0.6);  // (some room around)
   controls.target.copy(centre);
   camera.position.copy(centre).add(new THREE.Vector3(0.9, -1.3, 0.7).multiplyScalar(size));
   SUN.multiplyScalar(Math.max(1, size));
