@@ -447,3 +447,24 @@ def test_values_survive_the_trip_through_set_exactly():
     for v in [0.1, 1e-300, 2.0**0.5, -0.0, 1e22, 7, True, "a \"b\" \\c", [1.5, 2], {"x": 1.25}]:
         assert tomllib.loads(f"v = {toml_value(v)}")["v"] == v
     assert repr(tomllib.loads(f"v = {toml_value(-0.0)}")["v"]) == "-0.0"
+
+
+def test_a_local_cluster_serves_nothing_on_port_8787(tmp_path):
+    # the scheduler's HTTP server would take 8787 even with the dashboard off (dask/distributed
+    # issue 8136): with 8787 taken, as by a second sweep at once, no warning that it is in use
+    import socket
+    import warnings
+
+    from raisimcli.batch.engine import Cluster, Scheduler
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 8787))
+    except OSError:
+        pass  # (taken already: as good)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with Cluster(Scheduler(jobs=1), 1) as cluster:
+                assert cluster.client.submit(sum, [1, 2]).result() == 3
+    finally:
+        taken.close()

@@ -82,10 +82,14 @@ class Cluster:
                 # Dask's statistical profiler samples the worker's threads: on our step, which
                 # is mostly Python, it cost a third of a case (benchmarks/sweep.py). Off;
                 # the workers get this configuration from the nanny that starts them.
+                # The scheduler starts its HTTP server even with dashboard_address=None, on
+                # port 8787 ("Passing `dashboard_address=None` does not disable dashboard",
+                # https://github.com/dask/distributed/issues/8136): a free port of the loopback
+                # address instead, so two sweeps at once give no "Port 8787 is already in use".
                 with dask.config.set({"distributed.worker.profile.enabled": False}):
                     self.cluster = LocalCluster(
                         n_workers=n, threads_per_worker=1, processes=True,
-                        dashboard_address=None, host="127.0.0.1", protocol="tls://",
+                        dashboard_address="127.0.0.1:0", host="127.0.0.1", protocol="tls://",
                         security=security, silence_logs=logging.CRITICAL, memory_limit=0)
             finally:
                 if in_main:
