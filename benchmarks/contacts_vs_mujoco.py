@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LEGS = [0.0, 0.6, -1.2, 0.0, 0.6, -1.2, 0.0, -0.6, 1.2, 0.0, -0.6, 1.2]
 
 
-STAND, DROP = 0.4485, 0.9485  # base heights: feet on the ground; feet 0.5 m above it
+STAND, DROP = 0.44267, 0.94267  # base heights: feet on the ground; feet 0.5 m above it
 
 
 def ours(height: float = STAND, settle: int = 500):

@@ -36,7 +36,7 @@ CAN = """<robot name="can"><link name="body"><inertial><mass value="1.0"/>
   <inertia ixx="0.004" iyy="0.004" izz="0.00125" ixy="0" ixz="0" iyz="0"/></inertial>
   <collision><geometry><cylinder radius="0.05" length="0.2"/></geometry></collision></link>
 </robot>"""
-STAND = {"root.z": 0.4485, "LF_HFE": 0.6, "RF_HFE": 0.6, "LH_HFE": -0.6, "RH_HFE": -0.6,
+STAND = {"root.z": 0.44267, "LF_HFE": 0.6, "RF_HFE": 0.6, "LH_HFE": -0.6, "RH_HFE": -0.6,
          "LF_KFE": -1.2, "RF_KFE": -1.2, "LH_KFE": 1.2, "RH_KFE": 1.2}
 
 

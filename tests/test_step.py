@@ -36,8 +36,8 @@ def test_step_balances_term_by_term_with_everything_active():
     names = list(r.dof_names)
     q = r.get_generalized_coordinate()
     q[2] = 1.0
-    i_lim = names.index("RH_KFE")
-    q[r.model.joint("RH_KFE").q_slice] = 0.35           # beyond its upper limit 0.3
+    i_lim = names.index("RF_KFE")
+    q[r.model.joint("RF_KFE").q_slice] = 0.35           # beyond its upper limit 0.3
     u = np.zeros(r.nv)
     u[i_lim] = 2.0                                       # moving further into it
     u[names.index("LF_HFE")] = 1.5                       # the hip turns the coupled knee motor

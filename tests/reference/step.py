@@ -463,9 +463,13 @@ def solve_contact(G, v0, tn, mu) -> np.ndarray:
     start = np.arctan2(v0[1], v0[0])
     grid = np.linspace(start, start + 2 * np.pi, 721)
     d = np.stack([mu * np.cos(grid), mu * np.sin(grid), np.ones_like(grid)])  # (3, n)
-    v = v0[:, None] + (tn - v0[2]) / (G[2] @ d) * (G @ d)
+    den = G[2] @ d  # the normal velocity per unit normal impulse along d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = v0[:, None] + (tn - v0[2]) / den * (G @ d)
     r = np.cos(grid) * v[1] - np.sin(grid) * v[0]  # residual() over the grid
-    for a, b, ra, rb in zip(grid[:-1], grid[1:], r[:-1], r[1:]):
+    for a, b, ra, rb, da, db in zip(grid[:-1], grid[1:], r[:-1], r[1:], den[:-1], den[1:]):
+        if not da * db > 0:  # a pole of the residual (no normal response along d), not a root:
+            continue         # there the impulse along d would be infinite
         if ra == 0 or ra * rb < 0:
             th = a if ra == 0 else brentq(residual, a, b, xtol=1e-15, rtol=1e-15, maxiter=200)
             lam, v = sliding(th)
