@@ -56,7 +56,9 @@ WARNING_CODES = ("zero-velocity-limit", "zero-effort-limit", "empty-position-ran
                  "inverted-position-range", "no-limit-element", "inertia-projected",
                  "inertia-triangle", "collision-dropped", "geometry-extra-shapes",
                  "mimic-on-fixed-joint", "spherical-friction", "world-mass", "massless-joint",
-                 "singular-mass-matrix")
+                 "singular-mass-matrix",
+                 # a scenario's initial state (docs/scenario.md, "The initial state")
+                 "initial-outside-limits", "initial-in-ground", "initial-above-ground")
 MAX_MASS = 1e6          # kg
 MAX_INERTIA = 1e6       # kg m^2
 # an inertia tensor's smallest eigenvalue may be below zero by this fraction of the largest (CAD

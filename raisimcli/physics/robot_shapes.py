@@ -194,6 +194,22 @@ class RobotShapes:
         _lowest(self.poses, self.kind, self.extent, self.hull, self.hull_points, self.lowest)
         self._poses_version += 1
 
+    def lowest_shape(self, ground: float) -> tuple[float, str] | None:
+        """The height of the lowest shape above the ground at height `ground`, at the system's
+        current state (below zero: into it), and that shape's link; None without shapes. It
+        leaves the arrays as it found them (the poses, and where each mesh's walk to its lowest
+        vertex starts), so that a step after it gives the same bits as without it."""
+        if not self.shapes:
+            return None
+        kept = self.hull.copy(), self.poses.copy(), self.lowest.copy()
+        try:
+            self.update()
+            k = int(np.argmin(self.lowest))
+            return float(self.lowest[k]) - ground, self.shapes[k].link
+        finally:
+            self.hull[:], self.poses[:], self.lowest[:] = kept
+            self.poses_written()
+
     def update_near_ground(self, height: float, margin: float, reach: float, slack: float,
                            params: np.ndarray, bounds: np.ndarray | None = None,
                            row: int = 0) -> tuple[int, int]:

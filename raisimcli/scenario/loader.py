@@ -78,6 +78,8 @@ class ResolvedScenario:
     robots: list[ResolvedRobot]
     steps: int
     log_path: str
+    strict: bool = False              # warnings are errors (the initial state's too)
+    ignore_warnings: tuple = ()       # warning codes not reported
 
     @property
     def inputs(self) -> list[str]:
@@ -290,7 +292,8 @@ def load_scenario(path: str, overrides: tuple[str, ...] = (), duration: float | 
             log_path = os.path.join(base, log_path)
     scn = ResolvedScenario(path=os.path.abspath(path), text=text,
                            sha256=hashlib.sha256(raw).hexdigest(), spec=spec, robots=robots,
-                           steps=steps, log_path=_check_log_path(log_path, option))
+                           steps=steps, log_path=_check_log_path(log_path, option),
+                           strict=strict, ignore_warnings=tuple(ignore_warnings))
     real = os.path.realpath(scn.log_path)
     for f in scn.inputs:
         if os.path.realpath(f) == real:

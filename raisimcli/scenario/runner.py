@@ -16,6 +16,7 @@ import numpy as np
 from raisimcli.errors import ControllerError, Interrupted, LogWriteError, ScenarioError, \
     take_interrupt
 from raisimcli.linalg import first_beyond
+from raisimcli.model.types import ModelWarning
 from raisimcli.log.writer import LogWriter, is_log
 from raisimcli.physics import World
 from raisimcli.physics.articulated_system import ArticulatedSystem
@@ -51,6 +52,7 @@ class _RobotDriver:
 
     def __init__(self, spec: ResolvedRobot, system: ArticulatedSystem, where: str = ""):
         self.spec, self.system = spec, system
+        self.warnings: list[ModelWarning] = []  # of its initial state (initial_state_warnings)
         s = system
         s.set_state(spec.q0, spec.u0)
         s.set_integration_scheme(spec.scheme)
@@ -168,7 +170,54 @@ def build_world(scn: ResolvedScenario) -> tuple[World, list[_RobotDriver]]:
         drivers.append(_RobotDriver(r, system, f"{scn.path}: robot[{len(drivers)}]"))
     if any(r.self_collision for r in scn.robots) or len(drivers) > 1:
         _check_overlaps(w, scn, drivers)
+    for i, d in enumerate(drivers):
+        d.warnings = [m for m in initial_state_warnings(w, scn, i, d.system)
+                      if m.code not in scn.ignore_warnings]
+        if scn.strict and d.warnings:
+            first = d.warnings[0]
+            raise ScenarioError(f"{first} [{first.code}] (--strict: warnings are errors)")
     return w, drivers
+
+
+# a floating robot whose lowest shape starts between these heights above the ground drops onto
+# it in its first steps, which is seldom meant; a larger gap is a drop meant (quadruped_drop's)
+ABOVE_GROUND = (0.002, 0.05)  # m
+IN_GROUND = 0.001  # m: a shape deeper in the ground at the start than this
+
+
+def initial_state_warnings(w: World, scn: ResolvedScenario, i: int, s) -> list[ModelWarning]:
+    """What looks wrong in robot i's initial state (codes in docs/scenario.md, "The initial
+    state"): a joint outside its position limits (the limit rows push it back at once), a
+    shape more than IN_GROUND into the ground (the contacts push it out at once), a floating
+    robot between ABOVE_GROUND above the ground (it drops onto it)."""
+    where = f"robot[{i}].initial"
+    found = []
+    for j in s.model.moving_joints:
+        if j.nv != 1 or not j.has_position_limits:
+            continue
+        q = float(s.q[j.q_slice.start])
+        if not j.lower - 1e-12 <= q <= j.upper + 1e-12:
+            found.append(ModelWarning(
+                "initial-outside-limits", f"{s.name}: {j.name} starts at {q:g}, outside its "
+                f"limits [{j.lower:g}, {j.upper:g}] ({s.model.path}"
+                f"{'' if j.line is None else f':{j.line}'}): the joint-limit rows push it back "
+                "from the first step", scn.path, element=where))
+    cw = w.contact_world
+    rs = next((r for r in cw.robots if r.system is s), None)
+    lowest = None if rs is None or cw.ground_height is None else rs.lowest_shape(cw.ground_height)
+    if lowest is not None:
+        height, link = lowest
+        if height < -IN_GROUND:
+            found.append(ModelWarning(
+                "initial-in-ground", f"{s.name}: a shape of link {link!r} starts "
+                f"{-height * 1e3:.3g} mm into the ground: the contacts push it out in the first "
+                "steps", scn.path, element=where))
+        elif s.model.is_floating and ABOVE_GROUND[0] < height <= ABOVE_GROUND[1]:
+            found.append(ModelWarning(
+                "initial-above-ground", f"{s.name}: its lowest shape (link {link!r}) starts "
+                f"{height * 1e3:.3g} mm above the ground: the robot drops onto it in the first "
+                "steps (lower its root.z to start standing)", scn.path, element=where))
+    return found
 
 
 def _check_overlaps(w: World, scn: ResolvedScenario, drivers: list) -> None:
@@ -306,7 +355,8 @@ def _run(scn: ResolvedScenario, progress, progress_every: int, stop: _StopReques
     except BaseException:
         writer.abandon()
         raise
-    warnings = [f"{d.system.name}: {m}" for d in drivers for m in d.system.model.warnings]
+    warnings = [f"{d.system.name}: {m}" for d in drivers for m in d.system.model.warnings] + \
+        [str(m) for d in drivers for m in d.warnings]
     controllers = [(d, d.spec.controller) for d in drivers if d.spec.controller is not None]
     dt = scn.dt
     t0 = time.perf_counter()
