@@ -175,30 +175,59 @@ def export_log(log_path: str, folder: str, fmt: str) -> tuple[list[str], str]:
 
 @click.command("export")
 @click.argument("log", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv",
-              show_default=True, help="Table format (parquet needs pyarrow).")
-@click.option("-o", "--output", "folder", type=click.Path(file_okay=False), required=True,
-              help="Folder to write the tables into (created if needed).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "mcap"]), default="csv",
+              show_default=True,
+              help="csv or parquet: tables into a folder (parquet needs pyarrow); mcap: one MCAP "
+                   "file for Foxglove and ROS 2 tools (needs mcap).")
+@click.option("-o", "--output", "folder", type=click.Path(), required=True,
+              help="The folder to write the tables into (created if needed); with --format "
+                   "mcap, the file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the files written as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary.")
 def export_command(log, fmt, folder, as_json, quiet):
     """Write a log's signals, contacts and constraints as CSV or Parquet tables, one file per
-    signal with a time column (needs pandas: pip install pandas).
+    signal with a time column (needs pandas: pip install pandas), or as one MCAP file with the
+    links' transforms, joint states, torque by source, joint wrenches and contacts.
 
-    Exit codes: 0 written; 2 unreadable log, or pandas / pyarrow missing."""
+    Exit codes: 0 written; 2 unreadable log, or pandas / pyarrow / mcap missing."""
     from raisimcli.cli.main import report_errors, stdout
     from raisimcli.cli.output import emit
 
     @report_errors(json_output=as_json)
     def go():
-        files, status = export_log(log, folder, fmt)
+        if fmt == "mcap":
+            files, status, what = _mcap(log, folder)
+        else:
+            if os.path.isfile(folder):
+                from raisimcli.errors import UsageError
+                raise UsageError(f"-o {folder}: is a file; expected a folder")
+            files, status = export_log(log, folder, fmt)
+            what = f"{len(files)} {fmt} files into {folder}"
         if as_json:
             emit(json.dumps({"log": log, "format": fmt, "status": status, "files": files},
                             indent=2))
         elif not quiet:
-            stdout.print(f"wrote {len(files)} {fmt} files into {folder}", markup=False)
+            stdout.print(f"wrote {what}", markup=False)
         if status != "complete" and not as_json:
             click.echo(f"warning: {log}: the log's run did not complete (status {status}): "
                        "its tables end where it stopped", err=True)
 
     go()
+
+
+def _mcap(log: str, path: str) -> tuple[list[str], str, str]:
+    """--format mcap: the file at `path`, written whole or not at all."""
+    from raisimcli.log.reader import open_log
+    from raisimcli.log.to_mcap import write_mcap
+    from raisimcli.writing import output_file
+
+    def ours(p: str) -> bool:
+        with open(p, "rb") as f:
+            head = f.read(4096)
+        return head.startswith(b"\x89MCAP") and b"raisimcli" in head
+
+    with output_file(path, "-o", "MCAP file", ours, inputs=(log,)) as tmp:
+        counts = write_mcap(log, tmp)
+    with open_log(log) as lg:
+        status = lg.status
+    return [path], status, f"{path} ({sum(counts.values())} messages on {len(counts)} topics)"

@@ -129,12 +129,15 @@ def _text(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
-def _robot(log: LogFile, path: str, name: str, rows, meshes: dict, scene: Scene) -> dict:
+def robot_model(log: LogFile, path: str, name: str) -> tuple[RobotModel, np.ndarray]:
+    """The model of robot `name` of the log at `path`, read again from the URDF text the log
+    holds (as the run read it: its base, mesh paths from its URDF's folder), and its logged q
+    (T, nq); LogError when either is missing or they do not fit."""
     g = log.f[f"robots/{name}"]
     where = f"{path}: robots/{name}"
     if "urdf" not in g:
         raise LogError(f"{where}/urdf is missing: the log does not hold the robot's URDF text, "
-                       "so its shapes and links cannot be drawn")
+                       "so its links cannot be placed")
     if "q" not in g:
         raise LogError(f"{where}/q is missing: the log does not hold the robot's state")
     text = _text(g["urdf"][()])
@@ -147,6 +150,12 @@ def _robot(log: LogFile, path: str, name: str, rows, meshes: dict, scene: Scene)
     if q_all.shape[1] != model.nq:
         raise LogError(f"{where}/q has {q_all.shape[1]} columns, but the robot's URDF gives "
                        f"nq = {model.nq}")
+    return model, q_all
+
+
+def _robot(log: LogFile, path: str, name: str, rows, meshes: dict, scene: Scene) -> dict:
+    g = log.f[f"robots/{name}"]
+    model, q_all = robot_model(log, path, name)
     q = np.concatenate([g["initial_q"][()][None], q_all[rows]]) if "initial_q" in g else \
         np.concatenate([q_all[rows[:1]], q_all[rows]])
     pm = build_pinocchio_model(model)
@@ -159,7 +168,7 @@ def _robot(log: LogFile, path: str, name: str, rows, meshes: dict, scene: Scene)
         if shapes:
             links.append({"name": link.name, "shapes": shapes})
             frames.append(pm.link_frame[link.name])
-    pos, quat = _poses(pm, q, frames)
+    pos, quat = link_poses(pm, q, frames)
     return {
         "name": name,
         "base": model.root_link,
@@ -173,7 +182,7 @@ def _robot(log: LogFile, path: str, name: str, rows, meshes: dict, scene: Scene)
     }
 
 
-def _poses(pm, q: np.ndarray, frames: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def link_poses(pm, q: np.ndarray, frames: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(F, L, 3) positions and (F, L, 4) quaternions (x, y, z, w) of the frames `frames` at
     each q (our coordinates; Pinocchio's through q_to_pin)."""
     model = pm.model
