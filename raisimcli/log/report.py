@@ -44,6 +44,16 @@ def _units(dataset):
     return _text(one) if one is not None else None
 
 
+def _head(verdict: str, golden: str, new: str) -> str:
+    """A report's start, to the paragraph that names the two sides (left open)."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="raisimcli">
+<title>raisimcli compare: {verdict}</title>
+<style>{STYLE}</style></head><body>
+<h1>raisimcli compare: {verdict}</h1>
+<p>golden: {html.escape(golden)}<br>new: {html.escape(new)}<br>"""
+
+
 def _replay(c: Comparison) -> str:
     """The report's replay section: the new log's robots solid and the golden log's translucent
     in one view (raisimcli.replay), opening at the first time a dataset fails; a paragraph
@@ -96,12 +106,7 @@ def html_report(c: Comparison, path: str, max_figures: int = 20, inputs: tuple =
     replay = _replay(c)
     verdict = "OK" if c.ok else "DIFFERENT"
     attrs = "".join(f"<li>{html.escape(a)}</li>" for a in c.attributes)
-    doc = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="raisimcli">
-<title>raisimcli compare: {verdict}</title>
-<style>{STYLE}</style></head><body>
-<h1>raisimcli compare: {verdict}</h1>
-<p>golden: {html.escape(c.golden)}<br>new: {html.escape(c.new)}<br>
+    doc = f"""{_head(verdict, c.golden, c.new)}
 {len(c.results)} datasets compared, {len(c.failures)} failing, {len(c.attributes)} attributes
 differ.</p>
 {f"<h2>Attributes that differ</h2><ul>{attrs}</ul>" if attrs else ""}
@@ -141,12 +146,7 @@ def folder_report(fc, folder: str, inputs: tuple = ()) -> list[str]:
                     f"<td>{failing}</td><td>{'' if first is None else f'{first:.6g} s'}</td>"
                     f"<td>{html.escape(p.reason)}</td></tr>")
     verdict = "OK" if fc.ok else "DIFFERENT"
-    doc = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="raisimcli">
-<title>raisimcli compare: {verdict}</title>
-<style>{STYLE}</style></head><body>
-<h1>raisimcli compare: {verdict}</h1>
-<p>golden: {html.escape(fc.golden)}<br>new: {html.escape(fc.new)}<br>
+    doc = f"""{_head(verdict, fc.golden, fc.new)}
 {len(fc.pairs)} logs compared, {len(fc.failures)} failing; each failing pair's report (its
 datasets, figures and the replay of both runs) is linked.</p>
 <table><tr><th>log</th><th>status</th><th>failing datasets</th><th>first failing time</th>
