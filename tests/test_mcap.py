@@ -125,3 +125,23 @@ def test_a_file_that_is_not_ours_is_kept_and_a_log_without_robots_writes_nothing
     r = CliRunner().invoke(cli, ["export", str(bad), "--format", "mcap", "-o", str(out)])
     assert r.exit_code == 2 and "holds no robot" in r.stderr and "Traceback" not in r.output
     assert sorted(os.listdir(tmp_path)) == ["bad.h5", "notes.mcap"]
+
+
+def test_a_diverged_row_s_nan_is_null_and_the_file_is_strict_json(tmp_path, exported):
+    bad = tmp_path / "diverged.h5"
+    shutil.copy(exported[0], bad)
+    with h5py.File(bad, "a") as f:
+        f["robots/quadruped/q"][-1, 7] = np.nan
+        f["contacts/force"][-1] = [np.inf, 0.0, np.nan]
+    out = tmp_path / "d.mcap"
+    r = CliRunner().invoke(cli, ["export", str(bad), "--format", "mcap", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+
+    def no_constant(name):
+        raise AssertionError(f"{name} in a message")
+    last = {}
+    with open(out, "rb") as f:
+        for _, channel, message in make_reader(f).iter_messages():
+            last[channel.topic] = json.loads(message.data, parse_constant=no_constant)
+    assert last["/quadruped/joint_states"]["position"][7] is None
+    assert last["/contacts"]["contacts"][-1]["force"] == {"x": None, "y": 0.0, "z": None}

@@ -15,6 +15,8 @@ Topics, one message per log row at the row's time (ns since the start of the run
 - `/contacts`: each contact's bodies, point and force (when logged).
 - `/<robot>/robot_description`: the URDF text once, at time 0 (`std_msgs/msg/String`'s one
   field `data`); the file also holds it as an attachment `<robot>.urdf`.
+
+A number that is not finite (a diverged run's last row) is written as null: JSON has no NaN.
 """
 
 from __future__ import annotations
@@ -60,6 +62,25 @@ CONTACTS = _schema("raisimcli.Contacts", {
 STRING = _schema("std_msgs/msg/String", {"data": {"type": "string"}})
 
 
+def _json(message: dict) -> bytes:
+    """The message as strict JSON: a number that is not finite (a diverged run's last row)
+    becomes null, since JSON has no NaN or infinity."""
+    try:
+        return json.dumps(message, allow_nan=False).encode()
+    except ValueError:
+        return json.dumps(_finite(message), allow_nan=False).encode()
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _stamp(ns: int) -> dict:
     return {"sec": ns // 1_000_000_000, "nsec": ns % 1_000_000_000}
 
@@ -103,8 +124,7 @@ def write_mcap(log_path: str, out_path: str) -> dict:
                 return writer.register_channel(topic, "json", schema_ids[schema[0]])
 
             def put(channel_id: int, topic: str, ns: int, message: dict) -> None:
-                writer.add_message(channel_id, int(ns), json.dumps(message).encode(), int(ns),
-                                   counts[topic])
+                writer.add_message(channel_id, int(ns), _json(message), int(ns), counts[topic])
                 counts[topic] += 1
 
             tf = channel("/tf", FRAME_TRANSFORMS)

@@ -84,7 +84,8 @@ def _import_map() -> str:
 
 def page(data: dict) -> str:
     """The HTML of the replay of `data` (scene.Scene.data)."""
-    scene = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    # (allow_nan=False: NaN is no JSON, and the page could not read its scene)
+    scene = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     viewer = (_HERE / "viewer.js").read_text()
     ghost = data.get("ghost_file")
     body = _BODY.format(title=html.escape(data["title"]), file=html.escape(data["file"]),

@@ -326,7 +326,9 @@ def _contacts(log: LogFile, rows) -> dict | None:
         .astype(np.int64)
     position = c["position"][()][index] if len(index) else np.zeros((0, 3))
     force = c["force"][()][index] if len(index) else np.zeros((0, 3))
-    largest = float(np.max(np.linalg.norm(force, axis=1))) if len(force) else 0.0
+    norms = np.linalg.norm(force, axis=1)
+    norms = norms[np.isfinite(norms)]  # (a diverged run's last row)
+    largest = float(norms.max()) if len(norms) else 0.0
     return {"count": _b64(np.concatenate([[0], count]), "u32"),
             "position": _b64(position, "f32"), "force": _b64(force, "f32"),
             "scale": ARROW / largest if largest > 0 else 0.0, "largest": largest}
