@@ -19,7 +19,7 @@ import pinocchio as pin
 
 from raisimcli.errors import LogError, ModelError
 from raisimcli.linalg import symmetric_eigen
-from raisimcli.log.reader import LogFile, reading
+from raisimcli.log.reader import LogFile, _text, reading
 from raisimcli.model.pinocchio_model import build_pinocchio_model
 from raisimcli.model.types import Geometry, RobotModel
 from raisimcli.model.urdf import load_urdf_string, visual_shapes
@@ -123,10 +123,6 @@ def _scene(log: LogFile, path: str, fps: float) -> Scene:
     }
     scene.meshes = list(meshes)
     return scene
-
-
-def _text(v):
-    return v.decode() if isinstance(v, bytes) else v
 
 
 def robot_model(log: LogFile, path: str, name: str) -> tuple[RobotModel, np.ndarray]:

@@ -16,8 +16,8 @@ import numpy as np
 from raisimcli.errors import ControllerError, Interrupted, LogWriteError, ScenarioError, \
     take_interrupt
 from raisimcli.linalg import first_beyond
-from raisimcli.model.types import ModelWarning
 from raisimcli.log.writer import LogWriter, is_log
+from raisimcli.model.types import ModelWarning
 from raisimcli.physics import World
 from raisimcli.physics.articulated_system import ArticulatedSystem
 from raisimcli.scenario.loader import ResolvedRobot, ResolvedScenario
